@@ -1,0 +1,186 @@
+// Package canonical defines the provider-neutral request, response and event
+// stream that every caller dialect and every provider adapter maps through.
+//
+// Dialects decode a caller's body into a Request and encode Events back into
+// the caller's wire format; provider adapters encode a Request into a
+// provider's wire format and decode its answer into Events. Nothing in this
+// package does I/O.
+package canonical
+
+import "encoding/json"
+
+// Role is the author of a message in the conversation. The system prompt is
+// not a message: it lives in Request.System.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	// RoleTool carries a tool result; Message.ToolCallID names the call.
+	RoleTool Role = "tool"
+)
+
+// PartType says which fields of a Part are meaningful.
+type PartType uint8
+
+const (
+	PartText PartType = iota
+	// PartImage is an image given by URL (ImageURL) or inline (MediaType+Data).
+	PartImage
+)
+
+// Part is one piece of message content.
+type Part struct {
+	Type PartType
+	Text string
+	// ImageURL is an http(s) URL; empty when the image is inline.
+	ImageURL string
+	// MediaType is the inline image's MIME type, e.g. "image/png".
+	MediaType string
+	// Data is the inline image, base64-encoded (standard alphabet).
+	Data string
+}
+
+// TextPart is shorthand for a text Part.
+func TextPart(s string) Part { return Part{Type: PartText, Text: s} }
+
+// Message is one turn of the conversation.
+type Message struct {
+	Role    Role
+	Content []Part
+	// ToolCalls are the calls an assistant turn made, in order.
+	ToolCalls []ToolCall
+	// ToolCallID is set on RoleTool messages: the call this result answers.
+	ToolCallID string
+	// ToolName is the name of the answered tool when the dialect knows it
+	// (some providers, e.g. Gemini, need it). Empty when unknown.
+	ToolName string
+	// IsError marks a tool result that reports a failure.
+	IsError bool
+}
+
+// Text joins the message's text parts.
+func (m *Message) Text() string {
+	if len(m.Content) == 1 && m.Content[0].Type == PartText {
+		return m.Content[0].Text
+	}
+	var n int
+	for _, p := range m.Content {
+		n += len(p.Text)
+	}
+	b := make([]byte, 0, n)
+	for _, p := range m.Content {
+		if p.Type == PartText {
+			b = append(b, p.Text...)
+		}
+	}
+	return string(b)
+}
+
+// ToolCall is a model's request to call a tool.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the JSON text of the arguments object ("{}" when empty).
+	Arguments string
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments; nil means none.
+	Parameters json.RawMessage
+	Strict     bool
+}
+
+// ToolChoiceMode says whether and how the model must call tools.
+type ToolChoiceMode string
+
+const (
+	ToolChoiceAuto     ToolChoiceMode = "auto"
+	ToolChoiceNone     ToolChoiceMode = "none"
+	ToolChoiceRequired ToolChoiceMode = "required" // any tool
+	ToolChoiceTool     ToolChoiceMode = "tool"     // the tool named in Name
+)
+
+// ToolChoice constrains tool use.
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	Name string
+}
+
+// FormatType is the kind of structured output asked for.
+type FormatType string
+
+const (
+	FormatText       FormatType = "text"
+	FormatJSONObject FormatType = "json_object"
+	FormatJSONSchema FormatType = "json_schema"
+)
+
+// ResponseFormat asks for structured output.
+type ResponseFormat struct {
+	Type   FormatType
+	Name   string
+	Schema json.RawMessage
+	Strict bool
+}
+
+// Request is a generation request in canonical form.
+type Request struct {
+	// Model is the public model name the caller asked for.
+	Model string
+	// System is the system prompt; empty when none. Several system messages
+	// are joined with a blank line.
+	System   string
+	Messages []Message
+	Tools    []Tool
+	// ToolChoice is nil when the caller did not say (provider default).
+	ToolChoice *ToolChoice
+	// ParallelToolCalls is nil when the caller did not say.
+	ParallelToolCalls *bool
+	// MaxTokens is the output ceiling; 0 means the caller set none.
+	MaxTokens   int
+	Temperature *float64
+	TopP        *float64
+	Stop        []string
+	// ResponseFormat is nil for plain text.
+	ResponseFormat *ResponseFormat
+	// Stream is true when the caller asked for a streamed answer.
+	Stream bool
+	// IncludeUsage asks for usage in the stream even where the caller's
+	// dialect makes it optional (OpenAI Chat's stream_options.include_usage).
+	IncludeUsage bool
+}
+
+// HasImages reports whether any message carries an image part.
+func (r *Request) HasImages() bool {
+	for i := range r.Messages {
+		for _, p := range r.Messages[i].Content {
+			if p.Type == PartImage {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// InputBytes is the size of the prompt's text, a cheap basis for token
+// estimates before a provider reports usage.
+func (r *Request) InputBytes() int {
+	n := len(r.System)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		for _, p := range m.Content {
+			n += len(p.Text) + len(p.Data)/4
+		}
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	for _, t := range r.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return n
+}

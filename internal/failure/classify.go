@@ -1,0 +1,105 @@
+package failure
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Answer is a provider's error answer, already pulled apart by its adapter.
+type Answer struct {
+	// Status is the HTTP status, or for an error event inside a 200 stream
+	// the status that event stands for (adapters map e.g. Anthropic
+	// "overloaded_error" to 529).
+	Status int
+	// Type is the provider's error type: OpenAI error.type, Anthropic
+	// error.type, Bedrock's exception name, Gemini's canonical status.
+	Type string
+	// Code is OpenAI's error.code or Gemini's ErrorInfo reason.
+	Code string
+	// Message is the provider's message, unscrubbed.
+	Message string
+	// Param is the field the provider names, if any.
+	Param string
+	// RetryAfter is the provider's requested delay, 0 when none.
+	RetryAfter time.Duration
+}
+
+// Classify turns a provider's error answer into an Error, by status and,
+// where status alone is ambiguous, by the body.
+func Classify(a Answer) *Error {
+	e := &Error{
+		Status:       a.Status,
+		ProviderType: a.Type,
+		ProviderCode: a.Code,
+		Message:      Scrub(a.Message),
+		Param:        a.Param,
+		RetryAfter:   a.RetryAfter,
+		Detail:       a.Type + " " + a.Code + ": " + a.Message,
+	}
+	e.Class = classOf(a)
+	if e.Class != Throttled {
+		e.RetryAfter = 0
+	}
+	return e
+}
+
+func classOf(a Answer) Class {
+	typ, code := strings.ToLower(a.Type), strings.ToLower(a.Code)
+	msg := strings.ToLower(a.Message)
+	switch {
+	// Credit exhaustion hides behind 429 (OpenAI insufficient_quota) and 400
+	// (Anthropic's low credit balance): it is the provider account, not the
+	// caller's request nor a throughput limit.
+	case a.Status == 402, typ == "billing_error",
+		typ == "insufficient_quota", code == "insufficient_quota",
+		strings.Contains(msg, "credit balance is too low"),
+		strings.Contains(msg, "insufficient credits"):
+		return ProviderCreditExhausted
+	// Gemini says a bad key with 400 INVALID_ARGUMENT + API_KEY_INVALID.
+	case code == "api_key_invalid", typ == "authentication_error", typ == "permission_error",
+		typ == "unrecognizedclientexception", typ == "invalidsignatureexception",
+		typ == "expiredtokenexception", typ == "accessdeniedexception":
+		return ProviderAuthentication
+	case a.Status == 429, typ == "rate_limit_error", typ == "throttlingexception",
+		typ == "modelnotreadyexception", typ == "servicequotaexceededexception":
+		return Throttled
+	case a.Status == 401, a.Status == 403:
+		return ProviderAuthentication
+	case a.Status == 404, typ == "not_found_error", typ == "resourcenotfoundexception":
+		return ProviderBindingInvalid
+	case typ == "overloaded_error", typ == "api_error", typ == "timeout_error",
+		typ == "internalserverexception", typ == "serviceunavailableexception",
+		typ == "modelstreamerrorexception", typ == "modeltimeoutexception", typ == "modelerrorexception":
+		return ProviderUnavailable
+	// 408 is the provider giving up waiting on its model, and 424 is Bedrock's
+	// model failure: both belong to the provider, not the request.
+	case a.Status >= 500, a.Status == 408, a.Status == 424:
+		return ProviderUnavailable
+	case a.Status >= 400:
+		return InvalidRequest
+	}
+	// A non-error status that still carried an error (e.g. an in-stream
+	// error event with no type we know) is the provider's fault.
+	return ProviderUnavailable
+}
+
+// Patterns of provider detail that must not reach a caller even inside an
+// invalid-request message: request ids, organisation and account ids, ARNs,
+// keys, balances.
+var scrubPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`\b(req|msg|chatcmpl|resp|org|proj|toolu|call)[_-][A-Za-z0-9_-]{6,}`),
+	regexp.MustCompile(`\barn:aws[a-z-]*:[^\s"']+`),
+	regexp.MustCompile(`\b(sk|pk|key)-[A-Za-z0-9_-]{8,}`),
+	regexp.MustCompile(`\b\d{12}\b`),
+	regexp.MustCompile(`(?i)(balance|credit)[^.;,]*\$?\d[\d.,]*`),
+	regexp.MustCompile(`(?i)organi[sz]ation\s+\S+`),
+}
+
+// Scrub removes provider identifiers and account detail from a message.
+func Scrub(msg string) string {
+	for _, re := range scrubPatterns {
+		msg = re.ReplaceAllString(msg, "[redacted]")
+	}
+	return msg
+}

@@ -1,0 +1,89 @@
+// Package provider defines the upstream adapter contract: how one canonical
+// request is sent to one deployment and its answer read back, and the
+// registry that finds an adapter by provider kind.
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+)
+
+// Target is everything an adapter needs to reach one deployment for one
+// attempt. Adapters keep no state of their own between calls.
+type Target struct {
+	// Deployment is the deployment id, for logs only.
+	Deployment string
+	// BaseURL is the provider's base, e.g. "https://api.openai.com" (no
+	// trailing slash; adapters append the versioned path).
+	BaseURL string
+	// Model is the provider's own model id.
+	Model string
+	// APIKey is the resolved credential (never written to config or logs).
+	APIKey string
+	// Region is the provider region, when it has one.
+	Region string
+	// MaxOutputTokens is the deployment's output cap; adapters whose
+	// provider requires a max-tokens field use it when the request sets none.
+	MaxOutputTokens int
+	// IdempotencyKey is sent upstream as Idempotency-Key when not empty.
+	IdempotencyKey string
+	// HTTP is the client to use; its transport carries the connect timeout.
+	HTTP *http.Client
+}
+
+// Adapter speaks one provider's wire format. Errors are *failure.Error
+// values: transport failures with NoResponse set when no byte arrived, and
+// error answers classified by failure.Classify. Adapters do not enforce
+// timeouts: the engine cancels ctx when a silence bound fires.
+type Adapter interface {
+	// Complete sends a non-streaming request through the provider's
+	// non-streaming API.
+	Complete(ctx context.Context, t *Target, req *canonical.Request) (*canonical.Response, error)
+	// Stream sends a streaming request. It returns once response headers
+	// arrived with a success status; the stream yields the events.
+	Stream(ctx context.Context, t *Target, req *canonical.Request) (canonical.Stream, error)
+}
+
+// Checker is implemented by adapters that cannot express every canonical
+// feature. Check returns a reason when req cannot be sent faithfully, so the
+// rung is skipped rather than the feature silently dropped.
+type Checker interface {
+	Check(req *canonical.Request) error
+}
+
+// Registry maps provider kinds ("openai", "anthropic", ...) to adapters.
+type Registry struct {
+	adapters map[string]Adapter
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{adapters: map[string]Adapter{}} }
+
+// Register adds an adapter under kind. A duplicate kind is a programming
+// error and panics.
+func (r *Registry) Register(kind string, a Adapter) {
+	if _, dup := r.adapters[kind]; dup {
+		panic(fmt.Sprintf("provider: kind %q registered twice", kind))
+	}
+	r.adapters[kind] = a
+}
+
+// Get returns the adapter for kind.
+func (r *Registry) Get(kind string) (Adapter, bool) {
+	a, ok := r.adapters[kind]
+	return a, ok
+}
+
+// Kinds lists the registered kinds, sorted.
+func (r *Registry) Kinds() []string {
+	ks := make([]string, 0, len(r.adapters))
+	for k := range r.adapters {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
