@@ -1,0 +1,151 @@
+package failure
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// One row per line of the classification table in DESIGN.md, plus the
+// body-sensitive cases where status alone would be wrong.
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    Answer
+		class Class
+	}{
+		// caller's request: never fails over
+		{"openai 400 context length", Answer{Status: 400, Type: "invalid_request_error", Code: "context_length_exceeded"}, InvalidRequest},
+		{"anthropic 400", Answer{Status: 400, Type: "invalid_request_error", Message: "max_tokens: Field required"}, InvalidRequest},
+		{"anthropic 413", Answer{Status: 413, Type: "request_too_large"}, InvalidRequest},
+		{"422", Answer{Status: 422}, InvalidRequest},
+		{"409 other 4xx", Answer{Status: 409}, InvalidRequest},
+		{"bedrock validation", Answer{Status: 400, Type: "ValidationException"}, InvalidRequest},
+		{"gemini invalid argument", Answer{Status: 400, Type: "INVALID_ARGUMENT"}, InvalidRequest},
+		// credit exhaustion hides behind other statuses
+		{"402", Answer{Status: 402}, ProviderCreditExhausted},
+		{"anthropic billing_error", Answer{Status: 400, Type: "billing_error"}, ProviderCreditExhausted},
+		{"openai 429 insufficient_quota", Answer{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", RetryAfter: time.Second}, ProviderCreditExhausted},
+		{"anthropic 400 low credit", Answer{Status: 400, Type: "invalid_request_error", Message: "Your credit balance is too low to access the Anthropic API."}, ProviderCreditExhausted},
+		// throttling
+		{"openai 429", Answer{Status: 429, Type: "tokens", Code: "rate_limit_exceeded"}, Throttled},
+		{"anthropic 429", Answer{Status: 429, Type: "rate_limit_error"}, Throttled},
+		{"bedrock throttling", Answer{Status: 429, Type: "ThrottlingException"}, Throttled},
+		{"bedrock model not ready", Answer{Status: 429, Type: "ModelNotReadyException"}, Throttled},
+		{"gemini resource exhausted", Answer{Status: 429, Type: "RESOURCE_EXHAUSTED", Message: "You exceeded your current quota, please check your plan and billing details."}, Throttled},
+		{"anthropic in-stream rate_limit_error", Answer{Status: 200, Type: "rate_limit_error"}, Throttled},
+		// provider unavailable
+		{"529 overloaded", Answer{Status: 529, Type: "overloaded_error"}, ProviderUnavailable},
+		{"500", Answer{Status: 500, Type: "server_error"}, ProviderUnavailable},
+		{"502", Answer{Status: 502}, ProviderUnavailable},
+		{"503", Answer{Status: 503}, ProviderUnavailable},
+		{"504", Answer{Status: 504}, ProviderUnavailable},
+		{"408 provider timeout", Answer{Status: 408, Type: "ModelTimeoutException"}, ProviderUnavailable},
+		{"424 bedrock model error", Answer{Status: 424, Type: "ModelErrorException"}, ProviderUnavailable},
+		{"in-stream overloaded_error", Answer{Status: 200, Type: "overloaded_error"}, ProviderUnavailable},
+		{"in-stream unknown error", Answer{Status: 200, Type: "mystery"}, ProviderUnavailable},
+		// provider credentials
+		{"401", Answer{Status: 401, Type: "invalid_request_error", Code: "invalid_api_key"}, ProviderAuthentication},
+		{"403", Answer{Status: 403, Type: "permission_error"}, ProviderAuthentication},
+		{"anthropic 401", Answer{Status: 401, Type: "authentication_error"}, ProviderAuthentication},
+		{"gemini bad key is a 400", Answer{Status: 400, Type: "INVALID_ARGUMENT", Code: "API_KEY_INVALID"}, ProviderAuthentication},
+		{"bedrock access denied", Answer{Status: 403, Type: "AccessDeniedException"}, ProviderAuthentication},
+		// provider binding
+		{"404", Answer{Status: 404, Type: "invalid_request_error", Code: "model_not_found"}, ProviderBindingInvalid},
+		{"anthropic 404", Answer{Status: 404, Type: "not_found_error"}, ProviderBindingInvalid},
+		{"bedrock resource not found", Answer{Status: 404, Type: "ResourceNotFoundException"}, ProviderBindingInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Classify(tt.in)
+			if got.Class != tt.class {
+				t.Fatalf("Classify(%+v).Class = %s, want %s", tt.in, got.Class, tt.class)
+			}
+			if got.Status != tt.in.Status {
+				t.Errorf("Status = %d, want %d", got.Status, tt.in.Status)
+			}
+			if got.Class != Throttled && got.RetryAfter != 0 {
+				t.Errorf("RetryAfter kept on a %s failure", got.Class)
+			}
+		})
+	}
+}
+
+func TestClassPolicy(t *testing.T) {
+	tests := []struct {
+		class                           Class
+		failsOver, countsHealth, suppre bool
+	}{
+		{Throttled, true, false, false},
+		{ProviderUnavailable, true, true, false},
+		{ProviderAuthentication, true, true, true},
+		{ProviderCreditExhausted, true, true, true},
+		{ProviderBindingInvalid, true, true, true},
+		{InvalidRequest, false, false, false},
+		{Refused, false, false, false},
+		{CallerGate, false, false, false},
+		{ClientCancelled, false, false, false},
+	}
+	for _, tt := range tests {
+		if got := tt.class.FailsOver(); got != tt.failsOver {
+			t.Errorf("%s.FailsOver() = %v", tt.class, got)
+		}
+		if got := tt.class.CountsAgainstHealth(); got != tt.countsHealth {
+			t.Errorf("%s.CountsAgainstHealth() = %v", tt.class, got)
+		}
+		if got := tt.class.Suppresses(); got != tt.suppre {
+			t.Errorf("%s.Suppresses() = %v", tt.class, got)
+		}
+	}
+}
+
+// What the caller sees on the last rung: the table's last column.
+func TestToPublic(t *testing.T) {
+	secret := "org-abcdef123456 req_011CabcdefXYZ balance $12.34 key sk-ant-abcdefghijkl"
+	tests := []struct {
+		name       string
+		err        *Error
+		status     int
+		code       string
+		retryAfter time.Duration
+	}{
+		{"throttled keeps retry-after", Classify(Answer{Status: 429, RetryAfter: 7 * time.Second, Message: secret}), 429, "rate_limit_exceeded", 7 * time.Second},
+		{"throttled without retry-after still says 1s", Classify(Answer{Status: 429}), 429, "rate_limit_exceeded", time.Second},
+		{"unavailable", Classify(Answer{Status: 529, Type: "overloaded_error", Message: secret}), 502, "upstream_error", 0},
+		{"timeout", TimedOut(TimeoutFirstByte, true), 504, "upstream_timeout", 0},
+		{"transport", Transport(errors.New("connection refused"), true), 502, "upstream_error", 0},
+		{"truncated", Truncated("no [DONE]"), 502, "upstream_error", 0},
+		{"auth masked", Classify(Answer{Status: 401, Message: "Incorrect API key provided: sk-abcdefghijklmnop " + secret}), 502, "upstream_error", 0},
+		{"credit masked", Classify(Answer{Status: 402, Message: secret}), 502, "upstream_error", 0},
+		{"binding masked", Classify(Answer{Status: 404, Message: secret}), 502, "upstream_error", 0},
+		{"invalid request passes the message", Classify(Answer{Status: 400, Message: "messages: too long " + secret, Param: "messages"}), 400, "invalid_request", 0},
+		{"cancelled", Cancelled(nil), StatusClientClosedRequest, "client_closed_request", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.err.ToPublic()
+			if p.Status != tt.status || p.Code != tt.code || p.RetryAfter != tt.retryAfter {
+				t.Fatalf("ToPublic() = %d %s retry %v, want %d %s retry %v", p.Status, p.Code, p.RetryAfter, tt.status, tt.code, tt.retryAfter)
+			}
+			for _, leak := range []string{"org-abcdef", "req_011C", "12.34", "sk-ant", "sk-abcdefghijklmnop", "Incorrect API key"} {
+				if strings.Contains(p.Message, leak) {
+					t.Errorf("public message %q leaks %q", p.Message, leak)
+				}
+			}
+		})
+	}
+	if p := Classify(Answer{Status: 400, Message: "messages: too long", Param: "messages"}).ToPublic(); p.Message != "messages: too long" || p.Param != "messages" {
+		t.Errorf("invalid request message = %q param %q, want the provider's words about the request", p.Message, p.Param)
+	}
+}
+
+func FuzzScrub(f *testing.F) {
+	f.Add("req_011CabcdefXYZ and org-abcdef123456")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Scrub(s)
+		if Scrub(out) != out {
+			t.Fatalf("Scrub not idempotent on %q", s)
+		}
+	})
+}
