@@ -1,0 +1,92 @@
+// Package jsonw appends JSON values to byte slices without reflection or
+// allocation, for encoders on the hot path.
+//
+// AppendString produces exactly the bytes encoding/json produces with HTML
+// escaping turned off: the same short escapes, \u00XX for other control
+// characters, \ufffd for each invalid UTF-8 byte and escaped U+2028/U+2029,
+// so every output is valid UTF-8 JSON that any parser reads back.
+package jsonw
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+const hex = "0123456789abcdef"
+
+// AppendString appends s as a quoted JSON string.
+func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		// Converting at most 4 bytes to a string does not escape to the heap.
+		n := min(len(s)-i, utf8.UTFMax)
+		c, size := utf8.DecodeRuneInString(string(s[i : i+n]))
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are valid JSON but break JavaScript embedding;
+		// encoding/json escapes them, so do we.
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendStringOrNull appends s as a JSON string, or null when s is empty.
+func AppendStringOrNull(dst []byte, s string) []byte {
+	if s == "" {
+		return append(dst, "null"...)
+	}
+	return AppendString(dst, s)
+}
+
+// AppendInt appends n as a JSON number.
+func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
+
+// AppendBool appends true or false.
+func AppendBool(dst []byte, b bool) []byte { return strconv.AppendBool(dst, b) }
+
+// AppendKey appends a quoted object key and its colon. Keys are usually
+// constants: callers append them as literals instead.
+func AppendKey(dst []byte, k string) []byte {
+	return append(AppendString(dst, k), ':')
+}
