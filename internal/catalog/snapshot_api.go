@@ -1,0 +1,13 @@
+package catalog
+
+// This file fixes the API the rest of spillway uses; the implementation
+// lives in load.go, validate.go and snapshot.go.
+
+// ResolvedRoute is a route with its pool and deployments looked up.
+type ResolvedRoute struct {
+	// Public is the name callers use.
+	Public string
+	Pool   *Pool
+	// Deployments are the pool's deployments, in pool order.
+	Deployments []*Deployment
+}

@@ -1,0 +1,161 @@
+// Package catalog is spillway's configuration model: deployments, exact-model
+// pools and routes, decoded strictly from YAML, validated, and built into an
+// immutable Snapshot that request handling reads without locks.
+package catalog
+
+import "time"
+
+// Config is the file as written. Every field documents its default; zero
+// means "use the default" unless said otherwise.
+type Config struct {
+	Server      Server       `yaml:"server"`
+	Deployments []Deployment `yaml:"deployments"`
+	Pools       []Pool       `yaml:"pools"`
+	Routes      []Route      `yaml:"routes"`
+
+	// lines maps a field path ("deployments[2].base_url") to the line it was
+	// written on, so that validation can point at it. Set by Load/Parse;
+	// nil for a Config built in code. Never modified after decoding.
+	lines map[string]int
+}
+
+// Server configures the HTTP surface.
+type Server struct {
+	// Listen is the address to serve on. Default "127.0.0.1:8080".
+	Listen string `yaml:"listen"`
+	// MaxBodyBytes bounds a request body. Default 8 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ReadHeaderTimeout bounds reading request headers. Default 10s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes idle keep-alive connections. Default 120s.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// ShutdownGrace is how long in-flight requests get on shutdown. Default 30s.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+}
+
+// Provider kinds spillway has adapters for.
+const (
+	KindOpenAI    = "openai"    // OpenAI and OpenAI-compatible (OpenRouter, vLLM, ...)
+	KindAnthropic = "anthropic" // Anthropic Messages
+	KindBedrock   = "bedrock"   // AWS Bedrock Converse
+	KindGemini    = "gemini"    // Google Gemini generateContent
+)
+
+// Funding says who pays the provider for a deployment.
+const (
+	FundingHost = "host" // the gateway operator pays: must be priced
+	FundingBYOK = "byok" // the caller's own provider key: unpriced, no credit gate
+)
+
+// Deployment is one way to reach one exact model.
+type Deployment struct {
+	// ID names the deployment; unique. Required.
+	ID string `yaml:"id"`
+	// Provider is the adapter kind: openai, anthropic, bedrock, gemini. Required.
+	Provider string `yaml:"provider"`
+	// BaseURL is the provider's base URL, e.g. https://api.anthropic.com:
+	// absolute http(s), no query; a trailing slash is trimmed (adapters
+	// append the versioned path). Required.
+	BaseURL string `yaml:"base_url"`
+	// Model is the provider's own model id. Required.
+	Model string `yaml:"model"`
+	// CredentialEnv names the environment variable holding the credential.
+	// The secret itself never sits in the file. Empty means no credential
+	// (e.g. a local vLLM).
+	CredentialEnv string `yaml:"credential_env"`
+	// Region is the provider region, when it has one. Optional.
+	Region string `yaml:"region"`
+	// Funding is "host" (default) or "byok". Empty means "host".
+	Funding string `yaml:"funding"`
+	// Price is per million tokens in USD. Nil means unknown: a host-funded
+	// deployment without a price is never routed.
+	Price *Price `yaml:"price"`
+	// ContextWindow is the model's context size in tokens; 0 = unknown.
+	// Never negative.
+	ContextWindow int `yaml:"context_window"`
+	// MaxOutputTokens is the model's output cap at this provider; 0 = unknown.
+	// Never negative, and at most ContextWindow when both are set.
+	MaxOutputTokens int `yaml:"max_output_tokens"`
+	// Timeouts are the silence bounds of one attempt.
+	Timeouts Timeouts `yaml:"timeouts"`
+
+	// Line is the line of the deployment in its file (set by Load).
+	Line int `yaml:"-"`
+}
+
+// Price is USD per million tokens. Every rate is ≥ 0; a zero rate is a
+// real price of $0 (e.g. a free tier), except where a default is noted.
+type Price struct {
+	// InputPerMTok prices uncached input tokens.
+	InputPerMTok float64 `yaml:"input_per_mtok"`
+	// OutputPerMTok prices output tokens, reasoning included.
+	OutputPerMTok float64 `yaml:"output_per_mtok"`
+	// CachedInputPerMTok prices prompt-cache reads; 0 = InputPerMTok.
+	CachedInputPerMTok float64 `yaml:"cached_input_per_mtok"`
+	// CacheWritePerMTok prices prompt-cache writes; 0 = InputPerMTok.
+	CacheWritePerMTok float64 `yaml:"cache_write_per_mtok"`
+}
+
+// Timeouts bound one attempt's silences.
+type Timeouts struct {
+	// Connect bounds dialing the provider. Default 5s, or Total if that is
+	// shorter. At most Total.
+	Connect Duration `yaml:"connect"`
+	// FirstByte bounds the wait from dispatch to the provider's first stream
+	// event (streaming) so that a provider that accepts and stays silent fails
+	// over fast. Default 15s, or Total if that is shorter. At most Total.
+	// Non-streaming answers are bounded by Total.
+	FirstByte Duration `yaml:"first_byte"`
+	// Idle bounds the silence between two stream events. Default 30s, or
+	// Total if that is shorter. At most Total.
+	Idle Duration `yaml:"idle"`
+	// Total bounds the whole attempt. Default 10m.
+	//
+	// Durations are written "5s", "1.5s", "200ms"; a zero value takes the
+	// default and a negative one is refused.
+	Total Duration `yaml:"total"`
+}
+
+// Pool is an ordered list of deployments serving one exact model.
+type Pool struct {
+	// ID names the pool; unique. Required.
+	ID string `yaml:"id"`
+	// Model is the exact model id every deployment serves. Required.
+	Model string `yaml:"model"`
+	// Deployments are tried in this order. Required, no repeats.
+	Deployments []string `yaml:"deployments"`
+	// Equivalence is required when the pool has more than one deployment.
+	Equivalence *Equivalence `yaml:"equivalence"`
+
+	// Line is the line of the pool in its file (set by Load).
+	Line int `yaml:"-"`
+}
+
+// Equivalence is an operator's certification that a pool's deployments
+// serve the same exact model.
+type Equivalence struct {
+	// By is who certified. Required.
+	By string `yaml:"by"`
+	// Date is when, YYYY-MM-DD. Required.
+	Date string `yaml:"date"`
+	// Evidence is a hash or reference to the evidence (e.g. an eval run).
+	// Required.
+	Evidence string `yaml:"evidence"`
+}
+
+// Route maps a public model name to a pool.
+type Route struct {
+	// Model is the name callers use. Required, unique.
+	Model string `yaml:"model"`
+	// Pool is the pool id. Required; must name a pool in the file.
+	Pool string `yaml:"pool"`
+
+	// Line is the line of the route in its file (set by Load).
+	Line int `yaml:"-"`
+}
+
+// Duration is a time.Duration written as "1.5s", "200ms", "2m".
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

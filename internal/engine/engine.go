@@ -1,0 +1,226 @@
+// Package engine runs one customer request against an ordered list of rungs:
+// it dispatches attempts, classifies failures, fails over only where the
+// classification table allows, and holds the streaming commit boundary so
+// that a swap before the first semantic event is invisible to the caller.
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/provider"
+)
+
+// Rung is one candidate deployment, ready to dispatch.
+type Rung struct {
+	Deployment *catalog.Deployment
+	Adapter    provider.Adapter
+	// Target is the template for this rung's attempts; the engine copies it
+	// and fills in the per-rung idempotency key.
+	Target provider.Target
+}
+
+// Plan is the ordered candidate list for one request.
+type Plan struct {
+	// RequestID identifies the customer request.
+	RequestID string
+	// IdempotencyBase seeds the per-rung upstream idempotency keys: the
+	// caller's Idempotency-Key when it sent one, else the request id.
+	IdempotencyBase string
+	// Model is the exact model every rung serves.
+	Model string
+	Rungs []Rung
+}
+
+// Attempt is one physical dispatch to one rung.
+type Attempt struct {
+	// Rung is the index of the rung in the plan.
+	Rung       int
+	Deployment string
+	// Retry is true for the one same-rung retry after a transport blip.
+	Retry bool
+	// Err is nil when the attempt served the request.
+	Err *failure.Error
+	// Start is when the attempt was dispatched.
+	Start time.Time
+	// FirstByte is the time to the first stream event (streams) or to the
+	// whole answer (non-streaming); 0 when none arrived.
+	FirstByte time.Duration
+	// FirstToken is the time to the first semantic event (streams) or to
+	// the whole answer (non-streaming); 0 when none arrived.
+	FirstToken time.Duration
+	// Duration is the whole attempt.
+	Duration time.Duration
+}
+
+// Outcome is the attempt's trail label: "ok" or its failure class.
+func (a *Attempt) Outcome() string {
+	if a.Err == nil {
+		return "ok"
+	}
+	return string(a.Err.Class)
+}
+
+// Result is what happened to a customer request.
+type Result struct {
+	Attempts []Attempt
+	// Served is the index of the serving rung, -1 when none served.
+	Served int
+	// Response is the answer of a non-streamed request that succeeded.
+	Response *canonical.Response
+	// Usage is the provider's last reported usage; UsageReported says
+	// whether any was reported at all.
+	Usage         canonical.Usage
+	UsageReported bool
+	Stop          canonical.StopReason
+	// Committed is true once a stream's first byte of content (or its empty
+	// completion) reached the caller: the route was fixed.
+	Committed bool
+	// DeliveredTokens estimates the output tokens that reached the caller.
+	DeliveredTokens int
+	// Err is the final failure; nil when the request was served in full.
+	Err *failure.Error
+}
+
+// Observer receives every finished attempt, e.g. to feed health circuits
+// and metrics. It must not block.
+type Observer interface {
+	ObserveAttempt(d *catalog.Deployment, a *Attempt)
+}
+
+// Engine dispatches plans. The zero value is not usable; use New.
+type Engine struct {
+	log      *slog.Logger
+	observer Observer
+	now      func() time.Time
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithObserver sets the attempt observer (default none).
+func WithObserver(o Observer) Option { return func(e *Engine) { e.observer = o } }
+
+// WithClock sets the clock used for attempt timestamps (default time.Now).
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// New returns an Engine logging to log (operator logs: never content).
+func New(log *slog.Logger, opts ...Option) *Engine {
+	e := &Engine{log: log, now: time.Now}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// UpstreamKey derives the idempotency key sent to rung i: stable for a
+// same-rung retry, different for every rung.
+func UpstreamKey(base string, rung int, deployment string) string {
+	h := sha256.New()
+	h.Write([]byte(base))
+	h.Write([]byte{0, byte(rung), byte(rung >> 8), 0})
+	h.Write([]byte(deployment))
+	var sum [sha256.Size]byte
+	return "spw-" + hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// timeoutCause marks an attempt context cancelled by a silence bound.
+type timeoutCause struct{ kind failure.Timeout }
+
+func (t *timeoutCause) Error() string { return string(t.kind) + " timeout" }
+
+// classify decides what an attempt error means, looking first at who
+// cancelled: the caller (never the provider's fault) or a silence bound.
+func classify(parent, attempt context.Context, err error, noResponse bool) *failure.Error {
+	if parent.Err() != nil {
+		return failure.Cancelled(context.Cause(parent))
+	}
+	var tc *timeoutCause
+	if errors.As(context.Cause(attempt), &tc) {
+		return failure.TimedOut(tc.kind, noResponse)
+	}
+	if fe := failure.As(err); fe != nil {
+		return fe
+	}
+	return failure.Transport(err, noResponse)
+}
+
+// retrySameRung reports whether a failure allows the one same-rung retry:
+// a transport blip before any response byte, not a silence bound.
+func retrySameRung(fe *failure.Error) bool {
+	return fe.Class == failure.ProviderUnavailable && fe.NoResponse && fe.Timeout == ""
+}
+
+func (e *Engine) target(p *Plan, i int) *provider.Target {
+	t := p.Rungs[i].Target
+	t.IdempotencyKey = UpstreamKey(p.IdempotencyBase, i, p.Rungs[i].Deployment.ID)
+	return &t
+}
+
+func (e *Engine) finishAttempt(p *Plan, res *Result, a *Attempt) {
+	a.Duration = e.now().Sub(a.Start)
+	res.Attempts = append(res.Attempts, *a)
+	if a.Err != nil && a.Err.Class != failure.ClientCancelled {
+		e.log.Warn("attempt failed", "request_id", p.RequestID, "deployment", a.Deployment,
+			"class", a.Err.Class, "status", a.Err.Status, "timeout", a.Err.Timeout,
+			"retry", a.Retry, "detail", a.Err.Error())
+	}
+	if e.observer != nil {
+		e.observer.ObserveAttempt(p.Rungs[a.Rung].Deployment, &res.Attempts[len(res.Attempts)-1])
+	}
+}
+
+// next decides, after a failed attempt on rung i, whether to retry it, move
+// on, or stop. It returns the next rung index and whether it is a retry;
+// stop is true when the chain must end with res.Err.
+func next(i int, retried bool, fe *failure.Error) (rung int, retry, stop bool) {
+	if !retried && retrySameRung(fe) {
+		return i, true, false
+	}
+	if !fe.Class.FailsOver() {
+		return i, false, true
+	}
+	return i + 1, false, false
+}
+
+// Complete runs a non-streamed request through the providers' non-streaming
+// APIs, failing over on any pre-answer failure the table allows.
+func (e *Engine) Complete(ctx context.Context, p *Plan, req *canonical.Request) *Result {
+	res := &Result{Served: -1}
+	retry := false
+	for i := 0; i < len(p.Rungs); {
+		r := &p.Rungs[i]
+		a := Attempt{Rung: i, Deployment: r.Deployment.ID, Retry: retry, Start: e.now()}
+		actx, cancel := context.WithTimeoutCause(ctx, r.Deployment.Timeouts.Total.D(), &timeoutCause{failure.TimeoutTotal})
+		resp, err := r.Adapter.Complete(actx, e.target(p, i), req)
+		if err == nil {
+			cancel()
+			a.FirstByte = e.now().Sub(a.Start)
+			a.FirstToken = a.FirstByte
+			res.Served, res.Response, res.Stop, res.Err = i, resp, resp.Stop, nil
+			res.Usage, res.UsageReported = resp.Usage, !resp.Usage.IsZero()
+			e.finishAttempt(p, res, &a)
+			return res
+		}
+		a.Err = classify(ctx, actx, err, true)
+		cancel()
+		e.finishAttempt(p, res, &a)
+		res.Err = a.Err
+		var stop bool
+		i, retry, stop = next(i, retry, a.Err)
+		if stop {
+			return res
+		}
+	}
+	if res.Err == nil {
+		res.Err = &failure.Error{Class: failure.ProviderUnavailable, Detail: "no rung to try"}
+	}
+	return res
+}

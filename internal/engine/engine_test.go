@@ -1,0 +1,424 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/provider"
+)
+
+// step is one scripted thing a fake provider stream does.
+type step struct {
+	ev    canonical.Event
+	err   error // returned from Next instead of an event
+	stall bool  // block until the attempt is cancelled
+}
+
+// script is one scripted attempt: an error at dispatch, or stream steps.
+type script struct {
+	dispatchErr error
+	stallDial   bool
+	steps       []step
+	resp        *canonical.Response
+}
+
+// fakeAdapter plays one script per call, in order; calls past the end of
+// the scripts fail the test.
+type fakeAdapter struct {
+	t       *testing.T
+	mu      sync.Mutex
+	scripts []script
+	calls   int
+	keys    []string
+}
+
+func (f *fakeAdapter) take(t *provider.Target) script {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys = append(f.keys, t.IdempotencyKey)
+	if f.calls >= len(f.scripts) {
+		f.t.Errorf("unexpected call %d to %s", f.calls+1, t.Deployment)
+		f.calls++
+		return script{dispatchErr: failure.Transport(errors.New("unexpected"), true)}
+	}
+	s := f.scripts[f.calls]
+	f.calls++
+	return s
+}
+
+func (f *fakeAdapter) Complete(ctx context.Context, t *provider.Target, req *canonical.Request) (*canonical.Response, error) {
+	s := f.take(t)
+	if s.stallDial {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if s.dispatchErr != nil {
+		return nil, s.dispatchErr
+	}
+	return s.resp, nil
+}
+
+func (f *fakeAdapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
+	s := f.take(t)
+	if s.stallDial {
+		<-ctx.Done()
+		return nil, failure.Transport(ctx.Err(), true)
+	}
+	if s.dispatchErr != nil {
+		return nil, s.dispatchErr
+	}
+	return &fakeStream{ctx: ctx, steps: s.steps}, nil
+}
+
+type fakeStream struct {
+	ctx    context.Context
+	steps  []step
+	closed bool
+}
+
+func (s *fakeStream) Next() (canonical.Event, error) {
+	if len(s.steps) == 0 {
+		return canonical.Event{}, io.EOF
+	}
+	st := s.steps[0]
+	s.steps = s.steps[1:]
+	if st.stall {
+		<-s.ctx.Done()
+		return canonical.Event{}, failure.Transport(s.ctx.Err(), false)
+	}
+	if st.err != nil {
+		return canonical.Event{}, st.err
+	}
+	return st.ev, nil
+}
+
+func (s *fakeStream) Close() error { s.closed = true; return nil }
+
+// recSink records what the caller would see.
+type recSink struct {
+	commits   int
+	trail     []string
+	served    int
+	events    []string
+	finished  bool
+	stop      canonical.StopReason
+	interrupt *failure.Error
+	delivered int
+	failAfter int // fail writes after this many events; 0 = never
+}
+
+func (s *recSink) Commit(res *Result) error {
+	s.commits++
+	s.served = res.Served
+	for _, a := range res.Attempts {
+		s.trail = append(s.trail, a.Deployment+"="+a.Outcome())
+	}
+	return nil
+}
+
+func (s *recSink) Event(ev *canonical.Event) error {
+	if s.failAfter > 0 && len(s.events) >= s.failAfter {
+		return errors.New("broken pipe")
+	}
+	s.events = append(s.events, ev.Kind.String()+":"+ev.Text)
+	return nil
+}
+
+func (s *recSink) Finish(stop canonical.StopReason, _ string, _ canonical.Usage) error {
+	s.finished, s.stop = true, stop
+	return nil
+}
+
+func (s *recSink) Interrupt(fe *failure.Error, delivered int) error {
+	s.interrupt, s.delivered = fe, delivered
+	return nil
+}
+
+func text(s string) step {
+	return step{ev: canonical.Event{Kind: canonical.EventTextDelta, Text: s}}
+}
+
+var (
+	start   = step{ev: canonical.Event{Kind: canonical.EventStart, ID: "prov-1"}}
+	stopEnd = step{ev: canonical.Event{Kind: canonical.EventStop, Stop: canonical.StopEnd}}
+	usage   = step{ev: canonical.Event{Kind: canonical.EventUsage, Usage: canonical.Usage{InputTokens: 10, OutputTokens: 2}}}
+)
+
+func okStream(words ...string) script {
+	s := script{steps: []step{start}}
+	for _, w := range words {
+		s.steps = append(s.steps, text(w))
+	}
+	s.steps = append(s.steps, stopEnd, usage)
+	return s
+}
+
+func status(code int) error { return failure.Classify(failure.Answer{Status: code}) }
+
+func dep(id string, firstByte, idle time.Duration) *catalog.Deployment {
+	return &catalog.Deployment{ID: id, Timeouts: catalog.Timeouts{
+		FirstByte: catalog.Duration(firstByte), Idle: catalog.Duration(idle), Total: catalog.Duration(time.Minute),
+	}}
+}
+
+func plan(t *testing.T, rungs ...[]script) (*Plan, []*fakeAdapter) {
+	p := &Plan{RequestID: "req-1", IdempotencyBase: "req-1", Model: "m"}
+	var fakes []*fakeAdapter
+	for i, scripts := range rungs {
+		f := &fakeAdapter{t: t, scripts: scripts}
+		fakes = append(fakes, f)
+		id := []string{"primary", "secondary", "tertiary"}[i]
+		p.Rungs = append(p.Rungs, Rung{Deployment: dep(id, time.Second, time.Second), Adapter: f, Target: provider.Target{Deployment: id}})
+	}
+	return p, fakes
+}
+
+func newEngine() *Engine { return New(slog.New(slog.DiscardHandler)) }
+
+func TestStream(t *testing.T) {
+	tests := []struct {
+		name       string
+		rungs      [][]script
+		wantTrail  string // attempts in the result
+		wantCommit string // trail the caller saw at commit; "" = no commit
+		wantEvents string
+		wantErr    failure.Class
+		wantCalls  []int
+		interrupt  bool
+		delivered  int
+	}{
+		{
+			name:      "caller request error goes back at once, one upstream request",
+			rungs:     [][]script{{{dispatchErr: status(400)}}, {okStream("x")}},
+			wantTrail: "primary=invalid_request", wantErr: failure.InvalidRequest, wantCalls: []int{1, 0},
+		},
+		{
+			name:       "529 on the primary fails over before commit, invisibly",
+			rungs:      [][]script{{{dispatchErr: status(529)}}, {okStream("hel", "lo")}},
+			wantTrail:  "primary=provider_unavailable secondary=ok",
+			wantCommit: "primary=provider_unavailable secondary=ok", wantEvents: "text_delta:hel text_delta:lo", wantCalls: []int{1, 1},
+		},
+		{
+			name:       "provider 401 fails over",
+			rungs:      [][]script{{{dispatchErr: status(401)}}, {okStream("a")}},
+			wantTrail:  "primary=provider_authentication secondary=ok",
+			wantCommit: "primary=provider_authentication secondary=ok", wantEvents: "text_delta:a", wantCalls: []int{1, 1},
+		},
+		{
+			name:       "transport blip before any byte is retried once on the same rung",
+			rungs:      [][]script{{{dispatchErr: failure.Transport(errors.New("reset"), true)}, okStream("a")}, {}},
+			wantTrail:  "primary=provider_unavailable primary=ok",
+			wantCommit: "primary=provider_unavailable primary=ok", wantEvents: "text_delta:a", wantCalls: []int{2, 0},
+		},
+		{
+			name: "second blip moves to the next rung",
+			rungs: [][]script{
+				{{dispatchErr: failure.Transport(errors.New("reset"), true)}, {dispatchErr: failure.Transport(errors.New("reset"), true)}},
+				{okStream("b")}},
+			wantTrail:  "primary=provider_unavailable primary=provider_unavailable secondary=ok",
+			wantCommit: "primary=provider_unavailable primary=provider_unavailable secondary=ok", wantEvents: "text_delta:b", wantCalls: []int{2, 1},
+		},
+		{
+			name: "stream breaks before the first semantic event: failover, nothing of the primary shows",
+			rungs: [][]script{
+				{{steps: []step{start, usage, {err: failure.Truncated("eof")}}}},
+				{okStream("z")}},
+			wantTrail:  "primary=provider_unavailable secondary=ok",
+			wantCommit: "primary=provider_unavailable secondary=ok", wantEvents: "text_delta:z", wantCalls: []int{1, 1},
+		},
+		{
+			name: "stream breaks after commit: typed interrupt, no failover",
+			rungs: [][]script{
+				{{steps: []step{start, text("abcd"), text("efgh"), {err: failure.Truncated("eof")}}}},
+				{okStream("z")}},
+			wantTrail:  "primary=provider_unavailable",
+			wantCommit: "primary=ok", wantEvents: "text_delta:abcd text_delta:efgh", wantCalls: []int{1, 0},
+			wantErr: failure.ProviderUnavailable, interrupt: true, delivered: 2,
+		},
+		{
+			name:      "every rung throttled: the last failure",
+			rungs:     [][]script{{{dispatchErr: status(429)}}, {{dispatchErr: status(429)}}},
+			wantTrail: "primary=throttled secondary=throttled",
+			wantErr:   failure.Throttled, wantCalls: []int{1, 1},
+		},
+		{
+			name: "empty completion commits at the end",
+			rungs: [][]script{
+				{{steps: []step{start, stopEnd, usage}}}},
+			wantTrail: "primary=ok", wantCommit: "primary=ok", wantCalls: []int{1},
+		},
+		{
+			name: "tool call survives failover",
+			rungs: [][]script{{{dispatchErr: status(503)}}, {{steps: []step{start,
+				{ev: canonical.Event{Kind: canonical.EventToolCallStart, ID: "call_1", Name: "get_weather"}},
+				{ev: canonical.Event{Kind: canonical.EventToolCallDelta, Text: `{"city":`}},
+				{ev: canonical.Event{Kind: canonical.EventToolCallDelta, Text: `"Paris"}`}},
+				{ev: canonical.Event{Kind: canonical.EventStop, Stop: canonical.StopToolUse}}}}}},
+			wantTrail:  "primary=provider_unavailable secondary=ok",
+			wantCommit: "primary=provider_unavailable secondary=ok",
+			wantEvents: `tool_call_start: tool_call_delta:{"city": tool_call_delta:"Paris"}`, wantCalls: []int{1, 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, fakes := plan(t, tt.rungs...)
+			sink := &recSink{}
+			res := newEngine().Stream(context.Background(), p, &canonical.Request{Stream: true}, sink)
+			if got := trail(res); got != tt.wantTrail {
+				t.Errorf("trail = %q, want %q", got, tt.wantTrail)
+			}
+			if got := strings.Join(sink.trail, " "); got != tt.wantCommit {
+				t.Errorf("trail at commit = %q, want %q", got, tt.wantCommit)
+			}
+			if tt.wantCommit != "" && sink.commits != 1 {
+				t.Errorf("commits = %d, want 1", sink.commits)
+			}
+			if got := strings.Join(sink.events, " "); got != tt.wantEvents {
+				t.Errorf("events = %q, want %q", got, tt.wantEvents)
+			}
+			if tt.wantErr == "" {
+				if res.Err != nil || !sink.finished {
+					t.Errorf("err = %v, finished = %v; want success", res.Err, sink.finished)
+				}
+			} else if res.Err == nil || res.Err.Class != tt.wantErr {
+				t.Errorf("err = %v, want %s", res.Err, tt.wantErr)
+			}
+			if tt.interrupt != (sink.interrupt != nil) || sink.delivered != tt.delivered {
+				t.Errorf("interrupt = %v delivered %d, want %v %d", sink.interrupt, sink.delivered, tt.interrupt, tt.delivered)
+			}
+			if tt.interrupt && sink.finished {
+				t.Error("an interrupted stream was also finished")
+			}
+			for i, want := range tt.wantCalls {
+				if fakes[i].calls != want {
+					t.Errorf("rung %d got %d calls, want %d", i, fakes[i].calls, want)
+				}
+			}
+		})
+	}
+}
+
+func trail(res *Result) string {
+	var s []string
+	for _, a := range res.Attempts {
+		s = append(s, a.Deployment+"="+a.Outcome())
+	}
+	return strings.Join(s, " ")
+}
+
+func TestStreamSilenceBounds(t *testing.T) {
+	t.Run("first byte: a provider that accepts and stays silent fails over within the bound", func(t *testing.T) {
+		p, _ := plan(t, []script{{stallDial: true}}, []script{okStream("ok")})
+		p.Rungs[0].Deployment = dep("primary", 50*time.Millisecond, time.Second)
+		sink := &recSink{}
+		begin := time.Now()
+		res := newEngine().Stream(context.Background(), p, &canonical.Request{}, sink)
+		if took := time.Since(begin); took > 2*time.Second {
+			t.Errorf("failover took %v", took)
+		}
+		if res.Err != nil || res.Served != 1 || res.Attempts[0].Err.Timeout != failure.TimeoutFirstByte {
+			t.Fatalf("res = %+v, attempts %+v", res.Err, res.Attempts)
+		}
+	})
+	t.Run("first byte: headers then silence also fails over", func(t *testing.T) {
+		p, _ := plan(t, []script{{steps: []step{{stall: true}}}}, []script{okStream("ok")})
+		p.Rungs[0].Deployment = dep("primary", 50*time.Millisecond, time.Second)
+		res := newEngine().Stream(context.Background(), p, &canonical.Request{}, &recSink{})
+		if res.Err != nil || res.Served != 1 || res.Attempts[0].Err.Timeout != failure.TimeoutFirstByte {
+			t.Fatalf("res = %v, attempts %+v", res.Err, res.Attempts)
+		}
+	})
+	t.Run("idle after commit: typed interrupt", func(t *testing.T) {
+		p, fakes := plan(t, []script{{steps: []step{start, text("a"), {stall: true}}}}, []script{okStream("never")})
+		p.Rungs[0].Deployment = dep("primary", time.Second, 50*time.Millisecond)
+		sink := &recSink{}
+		res := newEngine().Stream(context.Background(), p, &canonical.Request{}, sink)
+		if res.Err == nil || res.Err.Timeout != failure.TimeoutIdle || sink.interrupt == nil || sink.delivered != 1 {
+			t.Fatalf("res = %v, interrupt %v delivered %d", res.Err, sink.interrupt, sink.delivered)
+		}
+		if fakes[1].calls != 0 {
+			t.Error("failed over after commit")
+		}
+	})
+}
+
+func TestStreamCallerCancel(t *testing.T) {
+	t.Run("caller leaves while the provider is silent: cancelled, never the provider's fault, no failover", func(t *testing.T) {
+		p, fakes := plan(t, []script{{stallDial: true}}, []script{okStream("x")})
+		p.Rungs[0].Deployment = dep("primary", time.Minute, time.Minute)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(20*time.Millisecond, cancel)
+		res := newEngine().Stream(ctx, p, &canonical.Request{}, &recSink{})
+		if res.Err == nil || res.Err.Class != failure.ClientCancelled {
+			t.Fatalf("err = %v, want client_cancelled", res.Err)
+		}
+		if fakes[1].calls != 0 {
+			t.Error("a caller cancel walked the chain")
+		}
+	})
+	t.Run("caller stops reading mid-stream: cancelled with delivered count", func(t *testing.T) {
+		p, _ := plan(t, []script{okStream("aaaa", "bbbb", "cccc")})
+		sink := &recSink{failAfter: 2}
+		res := newEngine().Stream(context.Background(), p, &canonical.Request{}, sink)
+		if res.Err == nil || res.Err.Class != failure.ClientCancelled || res.DeliveredTokens != 2 || sink.interrupt != nil {
+			t.Fatalf("err = %v delivered %d interrupt %v", res.Err, res.DeliveredTokens, sink.interrupt)
+		}
+	})
+}
+
+func TestComplete(t *testing.T) {
+	okResp := &canonical.Response{Text: "hi", Stop: canonical.StopEnd, Usage: canonical.Usage{InputTokens: 3, OutputTokens: 1}}
+	tests := []struct {
+		name      string
+		rungs     [][]script
+		wantTrail string
+		wantErr   failure.Class
+		served    int
+	}{
+		{"success", [][]script{{{resp: okResp}}}, "primary=ok", "", 0},
+		{"529 fails over", [][]script{{{dispatchErr: status(529)}}, {{resp: okResp}}}, "primary=provider_unavailable secondary=ok", "", 1},
+		{"402 fails over", [][]script{{{dispatchErr: status(402)}}, {{resp: okResp}}}, "primary=provider_credit_exhausted secondary=ok", "", 1},
+		{"404 fails over", [][]script{{{dispatchErr: status(404)}}, {{resp: okResp}}}, "primary=provider_binding_invalid secondary=ok", "", 1},
+		{"422 stops", [][]script{{{dispatchErr: status(422)}}, {}}, "primary=invalid_request", failure.InvalidRequest, -1},
+		{"all rungs down", [][]script{{{dispatchErr: status(500)}}, {{dispatchErr: status(503)}}}, "primary=provider_unavailable secondary=provider_unavailable", failure.ProviderUnavailable, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := plan(t, tt.rungs...)
+			res := newEngine().Complete(context.Background(), p, &canonical.Request{})
+			if got := trail(res); got != tt.wantTrail {
+				t.Errorf("trail = %q, want %q", got, tt.wantTrail)
+			}
+			if res.Served != tt.served {
+				t.Errorf("served = %d, want %d", res.Served, tt.served)
+			}
+			if tt.wantErr == "" && (res.Err != nil || res.Response != okResp) {
+				t.Errorf("err = %v", res.Err)
+			}
+			if tt.wantErr != "" && (res.Err == nil || res.Err.Class != tt.wantErr) {
+				t.Errorf("err = %v, want %s", res.Err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestUpstreamKeys(t *testing.T) {
+	p, fakes := plan(t, []script{{dispatchErr: failure.Transport(errors.New("reset"), true)}, {dispatchErr: status(503)}}, []script{okStream("a")})
+	newEngine().Stream(context.Background(), p, &canonical.Request{}, &recSink{})
+	k := append(append([]string{}, fakes[0].keys...), fakes[1].keys...)
+	if len(k) != 3 || k[0] != k[1] || k[1] == k[2] || k[0] == "" {
+		t.Fatalf("keys = %q: want the same key on the same-rung retry and a new one per rung", k)
+	}
+	if UpstreamKey("a", 0, "d") == UpstreamKey("b", 0, "d") {
+		t.Error("keys of different requests collide")
+	}
+}
