@@ -1,0 +1,51 @@
+package catalog
+
+import (
+	"strings"
+	"time"
+)
+
+// Defaults, applied by ApplyDefaults to every field left zero.
+const (
+	DefaultListen            = "127.0.0.1:8080"
+	DefaultMaxBodyBytes      = 8 << 20
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultShutdownGrace     = 30 * time.Second
+
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultFirstByteTimeout = 15 * time.Second
+	DefaultIdleEventTimeout = 30 * time.Second
+	DefaultTotalTimeout     = 10 * time.Minute
+)
+
+// ApplyDefaults fills every zero field that has a default, as documented on
+// the field, and trims a trailing slash from base URLs (adapters append
+// their own paths). It is idempotent and never overwrites a set value.
+func (c *Config) ApplyDefaults() {
+	s := &c.Server
+	setDefault(&s.Listen, DefaultListen)
+	setDefault(&s.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&s.ReadHeaderTimeout, Duration(DefaultReadHeaderTimeout))
+	setDefault(&s.IdleTimeout, Duration(DefaultIdleTimeout))
+	setDefault(&s.ShutdownGrace, Duration(DefaultShutdownGrace))
+	for i := range c.Deployments {
+		d := &c.Deployments[i]
+		setDefault(&d.Funding, FundingHost)
+		d.BaseURL = strings.TrimRight(d.BaseURL, "/")
+		t := &d.Timeouts
+		setDefault(&t.Total, Duration(DefaultTotalTimeout))
+		// A short Total caps the defaults below it, so that setting only
+		// total: 10s does not make the defaults contradict it.
+		setDefault(&t.Connect, min(Duration(DefaultConnectTimeout), t.Total))
+		setDefault(&t.FirstByte, min(Duration(DefaultFirstByteTimeout), t.Total))
+		setDefault(&t.Idle, min(Duration(DefaultIdleEventTimeout), t.Total))
+	}
+}
+
+func setDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}

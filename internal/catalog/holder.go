@@ -1,0 +1,195 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultWatchInterval is how often Watch polls when given no interval.
+const DefaultWatchInterval = 2 * time.Second
+
+// Holder holds the current Snapshot. Readers call Load on every request;
+// a reload builds the whole new snapshot first and swaps it in atomically,
+// so a reader sees either the old config or the new one, never a mix, and
+// a bad file never replaces a good snapshot.
+type Holder struct {
+	cur atomic.Pointer[Snapshot]
+	// mu serializes reloads, so that two racing reloads cannot swap in
+	// an older file after a newer one.
+	mu sync.Mutex
+}
+
+// NewHolder returns a Holder serving s, which must not be nil.
+func NewHolder(s *Snapshot) *Holder {
+	if s == nil {
+		panic("catalog: NewHolder with a nil snapshot")
+	}
+	h := &Holder{}
+	h.cur.Store(s)
+	return h
+}
+
+// Load returns the current snapshot. It never blocks.
+func (h *Holder) Load() *Snapshot { return h.cur.Load() }
+
+// Reload loads, validates and builds the file at path and swaps it in. On
+// any error the current snapshot stays and the error (a Problems) says why.
+func (h *Holder) Reload(path string) error {
+	data, err := readFile(path)
+	if err != nil {
+		return err
+	}
+	return h.reloadData(data, path)
+}
+
+func (h *Holder) reloadData(data []byte, path string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := buildFromData(data, path)
+	if err != nil {
+		return err
+	}
+	h.cur.Store(s)
+	return nil
+}
+
+// Watch polls the file at path every interval (≤ 0 means
+// DefaultWatchInterval) and reloads it when its content changes. A bad
+// file is logged with every problem and the last good snapshot stays; the
+// same bad content is not reported again. Watch returns when ctx is done;
+// run it in a goroutine the caller owns. logger may be nil.
+func (h *Holder) Watch(ctx context.Context, path string, every time.Duration, logger *slog.Logger) {
+	if every <= 0 {
+		every = DefaultWatchInterval
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	h.newWatcher(path, logger).run(ctx, t.C)
+}
+
+// watcher is Watch's state, apart from the clock so that tests can drive
+// polls one at a time.
+type watcher struct {
+	h       *Holder
+	path    string
+	log     *slog.Logger
+	stat    fileStat // last stat seen; unchanged means the content is not read
+	sum     [32]byte // hash of the last content acted on (loaded or refused)
+	hasSum  bool
+	lastErr string // last stat/read error logged, so it is logged once
+}
+
+type fileStat struct {
+	mod  time.Time
+	size int64
+}
+
+func (h *Holder) newWatcher(path string, logger *slog.Logger) *watcher {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	w := &watcher{h: h, path: path, log: logger}
+	if s := h.Load(); s.sum != ([32]byte{}) {
+		// The snapshot came from a file: a change since is a change.
+		w.sum, w.hasSum = s.sum, true
+	} else if data, st, err := readStat(path); err == nil {
+		// Built in code: take the file as it is now as the baseline.
+		w.sum, w.hasSum, w.stat = hash(data), true, st
+	}
+	return w
+}
+
+func (w *watcher) run(ctx context.Context, ticks <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+			w.poll()
+		}
+	}
+}
+
+// poll checks the file once and reloads it if its content changed. It
+// reports whether a new snapshot was swapped in.
+func (w *watcher) poll() bool {
+	fi, err := os.Stat(w.path)
+	if err != nil {
+		w.fail(err)
+		return false
+	}
+	st := fileStat{fi.ModTime(), fi.Size()}
+	if st == w.stat {
+		return false
+	}
+	data, st, err := readStat(w.path)
+	if err != nil {
+		w.fail(err)
+		return false
+	}
+	w.stat, w.lastErr = st, ""
+	sum := hash(data)
+	if w.hasSum && sum == w.sum {
+		return false // touched, or rewritten with the same content
+	}
+	w.sum, w.hasSum = sum, true
+	if err := w.h.reloadData(data, w.path); err != nil {
+		var ps Problems
+		if errors.As(err, &ps) {
+			for _, p := range ps {
+				w.log.Error("config problem", "problem", p.String())
+			}
+		}
+		w.log.Error("config reload refused; keeping the last good config", "path", w.path, "problems", len(ps))
+		return false
+	}
+	s := w.h.Load()
+	w.log.Info("config reloaded", "path", w.path, "deployments", len(s.order), "routes", len(s.models))
+	return true
+}
+
+func (w *watcher) fail(err error) {
+	// An editor's atomic rename can make the file vanish for a moment:
+	// log it once, and try again on the next tick.
+	if msg := err.Error(); msg != w.lastErr {
+		w.lastErr = msg
+		w.log.Warn("cannot read config; keeping the last good config", "path", w.path, "error", msg)
+	}
+	w.stat = fileStat{}
+}
+
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Problems{{File: path, Msg: readError(err)}}
+	}
+	return data, nil
+}
+
+// readStat reads the file and its stat from one open file, so that the
+// two describe the same version.
+func readStat(path string) ([]byte, fileStat, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fileStat{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileStat{}, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fileStat{}, err
+	}
+	return data, fileStat{fi.ModTime(), fi.Size()}, nil
+}
+
+func hash(data []byte) [32]byte { return sha256.Sum256(data) }

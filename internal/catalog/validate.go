@@ -1,0 +1,345 @@
+package catalog
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// KnownKinds lists the provider kinds a deployment may name, sorted.
+func KnownKinds() []string {
+	return []string{KindAnthropic, KindBedrock, KindGemini, KindOpenAI}
+}
+
+var (
+	idRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	envVarRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// problems collects Problems for one file, finding each field's line in
+// the decoded document and falling back to its item's line.
+type problems struct {
+	file  string
+	lines map[string]int
+	ps    Problems
+}
+
+func (p *problems) add(field string, itemLine int, format string, args ...any) {
+	line := itemLine
+	// A field left out has no line of its own: point at the nearest
+	// enclosing key that was written, e.g. the "equivalence:" key for a
+	// missing equivalence.by.
+	for f := field; f != ""; f = parentPath(f) {
+		if l, ok := p.lines[f]; ok {
+			line = l
+			break
+		}
+	}
+	p.ps = append(p.ps, Problem{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Validate returns every reason the config must be refused; nil means it
+// may be served. It expects ApplyDefaults to have run (Load, Parse and
+// Build do that); it reads but never changes c.
+func (c *Config) Validate(file string) Problems {
+	p := &problems{file: file, lines: c.lines}
+	c.validateServer(p)
+	deps := c.validateDeployments(p)
+	pools := c.validatePools(p, deps)
+	c.validateRoutes(p, pools)
+	p.ps.sortByLine()
+	return p.ps
+}
+
+func (c *Config) validateServer(p *problems) {
+	s := &c.Server
+	if s.MaxBodyBytes < 0 {
+		p.add("server.max_body_bytes", 0, "must not be negative")
+	}
+	for _, f := range []struct {
+		name string
+		d    Duration
+	}{{"read_header_timeout", s.ReadHeaderTimeout}, {"idle_timeout", s.IdleTimeout}, {"shutdown_grace", s.ShutdownGrace}} {
+		if f.d < 0 {
+			p.add("server."+f.name, 0, "must not be negative")
+		}
+	}
+}
+
+// validateDeployments checks each deployment and returns the line of
+// each valid-looking id, for pools to resolve against.
+func (c *Config) validateDeployments(p *problems) map[string]int {
+	ids := map[string]int{}
+	for i := range c.Deployments {
+		d := &c.Deployments[i]
+		at := "deployments[" + strconv.Itoa(i) + "]"
+		f := func(name string) string { return at + "." + name }
+		switch {
+		case d.ID == "":
+			p.add(f("id"), d.Line, "required")
+		case !idRE.MatchString(d.ID):
+			p.add(f("id"), d.Line, "%q must match [a-z0-9][a-z0-9._-]*", d.ID)
+		}
+		if d.ID != "" {
+			if first, dup := ids[d.ID]; dup {
+				p.add(f("id"), d.Line, "duplicate deployment id %q%s", d.ID, firstAt(first))
+			} else {
+				ids[d.ID] = d.Line
+			}
+		}
+		switch {
+		case d.Provider == "":
+			p.add(f("provider"), d.Line, "required (one of %s)", strings.Join(KnownKinds(), ", "))
+		case !slices.Contains(KnownKinds(), d.Provider):
+			p.add(f("provider"), d.Line, "unknown provider kind %q (known: %s)", d.Provider, strings.Join(KnownKinds(), ", "))
+		}
+		if msg := checkBaseURL(d.BaseURL); msg != "" {
+			p.add(f("base_url"), d.Line, "%s", msg)
+		}
+		if d.Model == "" {
+			p.add(f("model"), d.Line, "required (the provider's own model id)")
+		}
+		if d.CredentialEnv != "" && !envVarRE.MatchString(d.CredentialEnv) {
+			p.add(f("credential_env"), d.Line, "%q is not an environment variable name; name the variable, never put the secret in the file", d.CredentialEnv)
+		}
+		if d.Funding != FundingHost && d.Funding != FundingBYOK {
+			p.add(f("funding"), d.Line, "%q must be %q or %q", d.Funding, FundingHost, FundingBYOK)
+		}
+		if pr := d.Price; pr != nil {
+			for _, r := range []struct {
+				name string
+				v    float64
+			}{{"input_per_mtok", pr.InputPerMTok}, {"output_per_mtok", pr.OutputPerMTok}, {"cached_input_per_mtok", pr.CachedInputPerMTok}, {"cache_write_per_mtok", pr.CacheWritePerMTok}} {
+				if !(r.v >= 0) || math.IsInf(r.v, 0) {
+					p.add(f("price."+r.name), d.Line, "must be a finite number ≥ 0, got %v", r.v)
+				}
+			}
+		}
+		if d.ContextWindow < 0 {
+			p.add(f("context_window"), d.Line, "must not be negative")
+		}
+		if d.MaxOutputTokens < 0 {
+			p.add(f("max_output_tokens"), d.Line, "must not be negative")
+		}
+		if d.ContextWindow > 0 && d.MaxOutputTokens > d.ContextWindow {
+			p.add(f("max_output_tokens"), d.Line, "%d exceeds context_window %d", d.MaxOutputTokens, d.ContextWindow)
+		}
+		c.validateTimeouts(p, &d.Timeouts, at+".timeouts", d.Line)
+	}
+	return ids
+}
+
+func (c *Config) validateTimeouts(p *problems, t *Timeouts, at string, line int) {
+	for _, x := range []struct {
+		name string
+		d    Duration
+	}{{"connect", t.Connect}, {"first_byte", t.FirstByte}, {"idle", t.Idle}, {"total", t.Total}} {
+		if x.d < 0 {
+			p.add(at+"."+x.name, line, "must not be negative")
+		}
+	}
+	total := t.Total
+	if total == 0 {
+		total = Duration(DefaultTotalTimeout)
+	}
+	for _, x := range []struct {
+		name string
+		d    Duration
+	}{{"connect", t.Connect}, {"first_byte", t.FirstByte}, {"idle", t.Idle}} {
+		if x.d > total {
+			p.add(at+"."+x.name, line, "%s exceeds total %s", x.d, total)
+		}
+	}
+}
+
+// parentPath strips the last ".key" or "[i]" from a field path.
+func parentPath(f string) string {
+	i := strings.LastIndexAny(f, ".[")
+	if i < 0 {
+		return ""
+	}
+	return f[:i]
+}
+
+func firstAt(line int) string {
+	if line == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (first at line %d)", line)
+}
+
+func checkBaseURL(s string) string {
+	if s == "" {
+		return "required, e.g. https://api.anthropic.com"
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%q is not a URL", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("%q must be an absolute http:// or https:// URL", s)
+	case u.Host == "":
+		return fmt.Sprintf("%q has no host", s)
+	case u.User != nil:
+		return fmt.Sprintf("%q carries credentials; use credential_env", u.Redacted())
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Sprintf("%q must not have a query", s)
+	case u.Fragment != "":
+		return fmt.Sprintf("%q must not have a fragment", s)
+	}
+	return ""
+}
+
+// validatePools checks each pool and returns the line of each pool id.
+func (c *Config) validatePools(p *problems, deps map[string]int) map[string]int {
+	ids := map[string]int{}
+	for i := range c.Pools {
+		pl := &c.Pools[i]
+		at := "pools[" + strconv.Itoa(i) + "]"
+		f := func(name string) string { return at + "." + name }
+		if pl.ID == "" {
+			p.add(f("id"), pl.Line, "required")
+		} else if first, dup := ids[pl.ID]; dup {
+			p.add(f("id"), pl.Line, "duplicate pool id %q%s", pl.ID, firstAt(first))
+		} else {
+			ids[pl.ID] = pl.Line
+		}
+		if pl.Model == "" {
+			p.add(f("model"), pl.Line, "required (the exact model every deployment serves)")
+		}
+		if len(pl.Deployments) == 0 {
+			p.add(f("deployments"), pl.Line, "required: list at least one deployment id")
+		}
+		seen := map[string]int{}
+		for j, id := range pl.Deployments {
+			item := f("deployments") + "[" + strconv.Itoa(j) + "]"
+			line := p.lines[item]
+			switch _, known := deps[id]; {
+			case id == "":
+				p.add(item, pl.Line, "empty deployment id")
+			case !known:
+				p.add(item, pl.Line, "unknown deployment %q", id)
+			}
+			if first, dup := seen[id]; dup && id != "" {
+				if first == line {
+					first = 0 // same line (a [a, b, a] list): the line says nothing
+				}
+				p.add(item, pl.Line, "deployment %q is listed twice in the pool%s: a repeat would be attempted twice", id, firstAt(first))
+			} else if !dup {
+				seen[id] = line
+			}
+		}
+		if len(pl.Deployments) > 1 {
+			if e := pl.Equivalence; e == nil {
+				p.add(f("equivalence"), pl.Line, "a pool of %d deployments needs an equivalence certification (by, date, evidence) that they serve the same exact model", len(pl.Deployments))
+			} else {
+				if strings.TrimSpace(e.By) == "" {
+					p.add(f("equivalence.by"), pl.Line, "required: who certified the pool")
+				}
+				if e.Date == "" {
+					p.add(f("equivalence.date"), pl.Line, "required: when, as YYYY-MM-DD")
+				} else if _, err := time.Parse(time.DateOnly, e.Date); err != nil {
+					p.add(f("equivalence.date"), pl.Line, "%q is not a date written YYYY-MM-DD", e.Date)
+				}
+				if strings.TrimSpace(e.Evidence) == "" {
+					p.add(f("equivalence.evidence"), pl.Line, "required: a hash or reference to the evidence, e.g. an eval run")
+				}
+			}
+		}
+	}
+	return ids
+}
+
+func (c *Config) validateRoutes(p *problems, pools map[string]int) {
+	models := map[string]int{}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		at := "routes[" + strconv.Itoa(i) + "]"
+		if r.Model == "" {
+			p.add(at+".model", r.Line, "required (the model name callers use)")
+		} else if first, dup := models[r.Model]; dup {
+			p.add(at+".model", r.Line, "duplicate route %q%s", r.Model, firstAt(first))
+		} else {
+			models[r.Model] = r.Line
+		}
+		if r.Pool == "" {
+			p.add(at+".pool", r.Line, "required: the route names no pool")
+		} else if _, ok := pools[r.Pool]; !ok {
+			p.add(at+".pool", r.Line, "unknown pool %q", r.Pool)
+		}
+	}
+	if len(c.Routes) == 0 {
+		p.add("routes", 0, "at least one route is required: without one every request is refused")
+	}
+}
+
+// Warnings returns what is allowed but probably a mistake: a host-funded
+// deployment without a price (never routed: price_unknown), a deployment in
+// no pool, a pool no route names, a route whose public name differs from
+// its pool's exact model. It expects ApplyDefaults to have run.
+func (c *Config) Warnings(file string) Problems {
+	p := &problems{file: file, lines: c.lines}
+	inPool := map[string]bool{}
+	for _, pl := range c.Pools {
+		for _, id := range pl.Deployments {
+			inPool[id] = true
+		}
+	}
+	routed := map[string]bool{}
+	for _, r := range c.Routes {
+		routed[r.Pool] = true
+	}
+	for i := range c.Deployments {
+		d := &c.Deployments[i]
+		at := "deployments[" + strconv.Itoa(i) + "]"
+		if !d.Priced() {
+			p.add(at+".price", d.Line, "host-funded deployment %q has no price: it is skipped as price_unknown until priced", d.ID)
+		}
+		if d.ID != "" && !inPool[d.ID] {
+			p.add(at, d.Line, "deployment %q is in no pool: it is never routed", d.ID)
+		}
+	}
+	poolModel := map[string]string{}
+	for i := range c.Pools {
+		pl := &c.Pools[i]
+		poolModel[pl.ID] = pl.Model
+		if pl.ID != "" && !routed[pl.ID] {
+			p.add("pools["+strconv.Itoa(i)+"]", pl.Line, "no route names pool %q: it is never used", pl.ID)
+		}
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if m, ok := poolModel[r.Pool]; ok && m != "" && r.Model != "" && m != r.Model {
+			p.add("routes["+strconv.Itoa(i)+"].model", r.Line, "callers asking for %q are served exact model %q", r.Model, m)
+		}
+	}
+	p.ps.sortByLine()
+	return p.ps
+}
+
+// MissingCredentials warns about each credential_env that lookupEnv (e.g.
+// os.LookupEnv) reports unset or empty: requests to that deployment would
+// fail authentication. Only `spillway check` asks, since the serving
+// process may get its environment elsewhere.
+func (c *Config) MissingCredentials(file string, lookupEnv func(string) (string, bool)) Problems {
+	p := &problems{file: file, lines: c.lines}
+	for i := range c.Deployments {
+		d := &c.Deployments[i]
+		if d.CredentialEnv == "" || !envVarRE.MatchString(d.CredentialEnv) {
+			continue
+		}
+		at := "deployments[" + strconv.Itoa(i) + "].credential_env"
+		switch v, ok := lookupEnv(d.CredentialEnv); {
+		case !ok:
+			p.add(at, d.Line, "environment variable %s is not set", d.CredentialEnv)
+		case v == "":
+			p.add(at, d.Line, "environment variable %s is empty", d.CredentialEnv)
+		}
+	}
+	return p.ps
+}
