@@ -1,0 +1,561 @@
+package openaichat
+
+import (
+	"strings"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// message is one decoded element of messages[] before its role's rules
+// are applied (members may come in any order).
+type message struct {
+	role       string
+	content    []canonical.Part
+	hasContent bool // present and not null
+	// imageAt and refusalAt are the first content parts of those types, -1
+	// when none: which part types are allowed depends on the role.
+	imageAt, refusalAt int
+	toolCalls          []canonical.ToolCall
+	toolCallID         string
+	hasToolCallID      bool
+	refusal            string
+	hasRefusal         bool
+}
+
+// toolWindow tracks the tool calls of the last assistant message until every
+// one has its result, which OpenAI and other providers require.
+type toolWindow struct {
+	at       int // message index of the assistant turn
+	calls    []canonical.ToolCall
+	answered []bool
+}
+
+func (w *toolWindow) close() *failure.Public {
+	var ids []string
+	for k, done := range w.answered {
+		if !done {
+			ids = append(ids, w.calls[k].ID)
+		}
+	}
+	w.calls, w.answered = nil, w.answered[:0]
+	if ids != nil {
+		l := field("messages").at(w.at).f("tool_calls")
+		return bad(l, "Invalid parameter: the assistant message with '%s' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", l, strings.Join(ids, ", "))
+	}
+	return nil
+}
+
+func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *failure.Public) {
+	l := field("messages")
+	if p := s.array(l); p != nil {
+		return "", nil, p
+	}
+	var w toolWindow
+	n := 0
+	for ; ; n++ {
+		ok, p := s.nextElem(n == 0)
+		if p != nil {
+			return "", nil, p
+		}
+		if !ok {
+			break
+		}
+		ml := l.at(n)
+		var m message
+		if p := m.decode(s, ml); p != nil {
+			return "", nil, p
+		}
+		if p := m.check(ml); p != nil {
+			return "", nil, p
+		}
+		if m.role != "tool" && w.calls != nil {
+			if p := w.close(); p != nil {
+				return "", nil, p
+			}
+		}
+		switch m.role {
+		case "system", "developer":
+			text := joinText(m.content)
+			if system != "" {
+				system += "\n\n" + text
+			} else {
+				system = text
+			}
+			continue
+		case "tool":
+			name, p := w.answer(m.toolCallID, ml)
+			if p != nil {
+				return "", nil, p
+			}
+			out = append(out, canonical.Message{Role: canonical.RoleTool, Content: m.content, ToolCallID: m.toolCallID, ToolName: name})
+			continue
+		case "user":
+			out = append(out, canonical.Message{Role: canonical.RoleUser, Content: m.content})
+			continue
+		}
+		if m.hasRefusal && m.refusal != "" {
+			m.content = append(m.content, canonical.TextPart(m.refusal))
+		}
+		out = append(out, canonical.Message{Role: canonical.RoleAssistant, Content: m.content, ToolCalls: m.toolCalls})
+		if len(m.toolCalls) > 0 {
+			w.at, w.calls = n, m.toolCalls
+			for range m.toolCalls {
+				w.answered = append(w.answered, false)
+			}
+		}
+	}
+	if n == 0 {
+		return "", nil, bad(l, "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
+	if w.calls != nil {
+		if p := w.close(); p != nil {
+			return "", nil, p
+		}
+	}
+	return system, out, nil
+}
+
+// answer marks the call id as answered and returns its function name.
+func (w *toolWindow) answer(id string, ml loc) (string, *failure.Public) {
+	if w.calls == nil {
+		return "", bad(ml.f("role"), "Invalid parameter: '%s': messages with role 'tool' must be a response to a preceding message with 'tool_calls'.", ml.f("role"))
+	}
+	for k := range w.calls {
+		if w.calls[k].ID != id {
+			continue
+		}
+		if w.answered[k] {
+			return "", bad(ml.f("tool_call_id"), "Invalid parameter: '%s': tool call '%s' already has a response message.", ml.f("tool_call_id"), id)
+		}
+		w.answered[k] = true
+		return w.calls[k].Name, nil
+	}
+	return "", bad(ml.f("tool_call_id"), "Invalid value for '%s': '%s' does not match any 'tool_calls' id of the preceding assistant message.", ml.f("tool_call_id"), id)
+}
+
+func joinText(parts []canonical.Part) string {
+	if len(parts) == 1 {
+		return parts[0].Text
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func (m *message) decode(s *scanner, ml loc) *failure.Public {
+	if p := s.object(ml); p != nil {
+		return p
+	}
+	m.imageAt, m.refusalAt = -1, -1
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil || !ok {
+			return p
+		}
+		switch string(key) {
+		case "role":
+			m.role, p = s.getString(ml.f("role"))
+		case "content":
+			p = m.decodeContent(s, ml.f("content"))
+		case "name":
+			p = s.optString(ml.f("name"))
+		case "tool_calls":
+			m.toolCalls, p = decodeToolCalls(s, ml.f("tool_calls"))
+		case "tool_call_id":
+			m.hasToolCallID = true
+			m.toolCallID, p = s.getString(ml.f("tool_call_id"))
+		case "refusal":
+			var isNull bool
+			if isNull, p = s.skipNull(); !isNull && p == nil {
+				m.hasRefusal = true
+				m.refusal, p = s.getString(ml.f("refusal"))
+			}
+		case "function_call":
+			p = s.rejectUnlessNull(ml.f("function_call"), "it is deprecated; use 'tool_calls'")
+		case "audio":
+			p = s.rejectUnlessNull(ml.f("audio"), "audio output is not supported")
+		default:
+			p = unrecognized(ml.f(string(key)))
+		}
+		if p != nil {
+			return p
+		}
+	}
+}
+
+// check applies the rules of the message's role.
+func (m *message) check(ml loc) *failure.Public {
+	cl := ml.f("content")
+	switch m.role {
+	case "":
+		return missing(ml.f("role"))
+	case "system", "developer", "user", "tool":
+		if !m.hasContent {
+			return missing(cl)
+		}
+		if m.refusalAt >= 0 {
+			return bad(cl.at(m.refusalAt).f("type"), "Invalid value for '%s': 'refusal' content parts are only allowed in assistant messages.", cl.at(m.refusalAt).f("type"))
+		}
+		if m.imageAt >= 0 && m.role != "user" {
+			return bad(cl.at(m.imageAt).f("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.at(m.imageAt).f("type"))
+		}
+	case "assistant":
+		if !m.hasContent && len(m.toolCalls) == 0 && !m.hasRefusal {
+			return bad(cl, "Invalid value for '%s': an assistant message needs 'content' unless it has 'tool_calls'.", cl)
+		}
+		if m.imageAt >= 0 {
+			return bad(cl.at(m.imageAt).f("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.at(m.imageAt).f("type"))
+		}
+	case "function":
+		return bad(ml.f("role"), "Invalid value for '%s': the 'function' role is deprecated and not supported; send function results as 'tool' messages.", ml.f("role"))
+	default:
+		return bad(ml.f("role"), "Invalid value for '%s': '%s'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", ml.f("role"), m.role)
+	}
+	if m.role == "tool" {
+		if !m.hasToolCallID {
+			return missing(ml.f("tool_call_id"))
+		}
+		if m.toolCallID == "" {
+			return bad(ml.f("tool_call_id"), "Invalid value for '%s': it must not be empty.", ml.f("tool_call_id"))
+		}
+	} else if m.hasToolCallID {
+		return bad(ml.f("tool_call_id"), "Invalid parameter: '%s' is only allowed on messages with role 'tool'.", ml.f("tool_call_id"))
+	}
+	if m.role != "assistant" {
+		if m.toolCalls != nil {
+			return bad(ml.f("tool_calls"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.f("tool_calls"))
+		}
+		if m.hasRefusal {
+			return bad(ml.f("refusal"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.f("refusal"))
+		}
+	}
+	return nil
+}
+
+func (m *message) decodeContent(s *scanner, cl loc) *failure.Public {
+	switch s.peek() {
+	case 'n':
+		m.hasContent, m.content = false, nil
+		return s.literal("null")
+	case '"':
+		text, p := s.str()
+		m.hasContent, m.content = true, []canonical.Part{canonical.TextPart(text)}
+		return p
+	case '[':
+	default:
+		return s.typeErr(cl, "a string, an array of content parts or null")
+	}
+	s.open()
+	m.hasContent, m.content, m.imageAt, m.refusalAt = true, nil, -1, -1
+	for j := 0; ; j++ {
+		ok, p := s.nextElem(j == 0)
+		if p != nil {
+			return p
+		}
+		if !ok {
+			if j == 0 {
+				return bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
+			}
+			return nil
+		}
+		part, isRefusal, p := decodePart(s, cl.at(j))
+		if p != nil {
+			return p
+		}
+		if part.Type == canonical.PartImage && m.imageAt < 0 {
+			m.imageAt = j
+		}
+		if isRefusal && m.refusalAt < 0 {
+			m.refusalAt = j
+		}
+		m.content = append(m.content, part)
+	}
+}
+
+// decodePart reads one content part. A refusal part (assistant history)
+// becomes text: the canonical form has no refusal part, and the refusal is
+// what the assistant said.
+func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *failure.Public) {
+	if p := s.object(pl); p != nil {
+		return part, false, p
+	}
+	var (
+		typ                 []byte
+		text, refusal       string
+		hasText, hasRefusal bool
+		hasImage            bool
+		other               string // an input_audio or file member
+		url                 string
+		hasURL              bool
+	)
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil {
+			return part, false, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "type":
+			typ, p = s.getStringRaw(pl.f("type"))
+		case "text":
+			hasText = true
+			text, p = s.getString(pl.f("text"))
+		case "refusal":
+			hasRefusal = true
+			refusal, p = s.getString(pl.f("refusal"))
+		case "image_url":
+			hasImage = true
+			url, hasURL, p = decodeImageURL(s, pl.f("image_url"))
+		case "input_audio", "file":
+			other = string(key)
+			p = s.skip()
+		default:
+			p = unrecognized(pl.f(string(key)))
+		}
+		if p != nil {
+			return part, false, p
+		}
+	}
+	tl := pl.f("type")
+	extra := func(name string) *failure.Public {
+		return bad(pl.f(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.f(name), typ)
+	}
+	switch string(typ) {
+	case "":
+		if typ == nil {
+			return part, false, missing(tl)
+		}
+	case "text":
+		switch {
+		case !hasText:
+			return part, false, missing(pl.f("text"))
+		case hasRefusal:
+			return part, false, extra("refusal")
+		case hasImage:
+			return part, false, extra("image_url")
+		case other != "":
+			return part, false, extra(other)
+		}
+		return canonical.TextPart(text), false, nil
+	case "refusal":
+		switch {
+		case !hasRefusal:
+			return part, false, missing(pl.f("refusal"))
+		case hasText:
+			return part, false, extra("text")
+		case hasImage:
+			return part, false, extra("image_url")
+		case other != "":
+			return part, false, extra(other)
+		}
+		return canonical.TextPart(refusal), true, nil
+	case "image_url":
+		switch {
+		case !hasImage:
+			return part, false, missing(pl.f("image_url"))
+		case !hasURL:
+			return part, false, missing(pl.f("image_url").f("url"))
+		case hasText:
+			return part, false, extra("text")
+		case hasRefusal:
+			return part, false, extra("refusal")
+		case other != "":
+			return part, false, extra(other)
+		}
+		part, p := imagePart(url, pl.f("image_url").f("url"))
+		return part, false, p
+	case "input_audio", "file":
+		return part, false, bad(tl, "'%s' content parts are not supported by this gateway (%s); send text or 'image_url' parts.", typ, tl)
+	}
+	return part, false, bad(tl, "Invalid value for '%s': '%s'. Supported values are: 'text', 'image_url' and, in assistant messages, 'refusal'.", tl, typ)
+}
+
+func decodeImageURL(s *scanner, l loc) (url string, hasURL bool, _ *failure.Public) {
+	if p := s.object(l); p != nil {
+		return "", false, p
+	}
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil || !ok {
+			return url, hasURL, p
+		}
+		switch string(key) {
+		case "url":
+			hasURL = true
+			url, p = s.getString(l.f("url"))
+		case "detail":
+			// auto|low|high tunes the provider's image cost; no canonical
+			// counterpart, so the value is checked and ignored.
+			var d []byte
+			if d, p = s.getStringRaw(l.f("detail")); p == nil {
+				switch string(d) {
+				case "auto", "low", "high":
+				default:
+					p = bad(l.f("detail"), "Invalid value for '%s': '%s'. Supported values are: 'auto', 'low' and 'high'.", l.f("detail"), d)
+				}
+			}
+		default:
+			p = unrecognized(l.f(string(key)))
+		}
+		if p != nil {
+			return "", false, p
+		}
+	}
+}
+
+// imagePart turns an image URL into a part: http(s) URLs are passed on,
+// data URLs become inline base64 data.
+func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
+	if hasPrefixFold(url, "https://") || hasPrefixFold(url, "http://") {
+		if len(url) == len("https://") || url == "http://" {
+			return canonical.Part{}, bad(l, "Invalid '%s': the URL has no host.", l)
+		}
+		return canonical.Part{Type: canonical.PartImage, ImageURL: url}, nil
+	}
+	if !hasPrefixFold(url, "data:") {
+		return canonical.Part{}, bad(l, "Invalid '%s': expected an http(s) URL or a data URL of the form 'data:image/png;base64,<data>'.", l)
+	}
+	meta, data, ok := strings.Cut(url[len("data:"):], ",")
+	mime, ok2 := strings.CutSuffix(meta, ";base64")
+	if !ok || !ok2 || !hasPrefixFold(mime, "image/") || len(mime) == len("image/") || strings.ContainsAny(mime, ";, ") {
+		return canonical.Part{}, bad(l, "Invalid '%s': a data URL must have the form 'data:image/<type>;base64,<data>'.", l)
+	}
+	if !isBase64(data) {
+		return canonical.Part{}, bad(l, "Invalid '%s': the data URL's payload is not valid base64.", l)
+	}
+	return canonical.Part{Type: canonical.PartImage, MediaType: strings.ToLower(mime), Data: data}, nil
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// isBase64 checks the standard alphabet and padding without decoding.
+func isBase64(s string) bool {
+	if s == "" || len(s)%4 != 0 {
+		return false
+	}
+	body := strings.TrimRight(s, "=")
+	if len(s)-len(body) > 2 {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeToolCalls reads an assistant message's tool_calls.
+func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) {
+	if isNull, p := s.skipNull(); isNull || p != nil {
+		return nil, p
+	}
+	if p := s.array(l); p != nil {
+		return nil, p
+	}
+	var out []canonical.ToolCall
+	for j := 0; ; j++ {
+		ok, p := s.nextElem(j == 0)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			return out, nil
+		}
+		tc, p := decodeToolCall(s, l.at(j))
+		if p != nil {
+			return nil, p
+		}
+		for k := range out {
+			if out[k].ID == tc.ID {
+				return nil, bad(l.at(j).f("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.at(j).f("id"), tc.ID)
+			}
+		}
+		out = append(out, tc)
+	}
+}
+
+func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public) {
+	if p := s.object(l); p != nil {
+		return tc, p
+	}
+	var hasID, hasType, hasFn, hasName, hasArgs bool
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil {
+			return tc, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			hasID = true
+			tc.ID, p = s.getString(l.f("id"))
+		case "type":
+			hasType = true
+			var typ []byte
+			if typ, p = s.getStringRaw(l.f("type")); p == nil && string(typ) != "function" {
+				p = bad(l.f("type"), "Invalid value for '%s': '%s'. Only 'function' tool calls are supported.", l.f("type"), typ)
+			}
+		case "function":
+			hasFn = true
+			fl := l.f("function")
+			if p = s.object(fl); p != nil {
+				break
+			}
+			for first := true; ; first = false {
+				var key []byte
+				if key, ok, p = s.nextKey(first); p != nil || !ok {
+					break
+				}
+				switch string(key) {
+				case "name":
+					hasName = true
+					tc.Name, p = s.getString(fl.f("name"))
+				case "arguments":
+					hasArgs = true
+					tc.Arguments, p = s.getString(fl.f("arguments"))
+				default:
+					p = unrecognized(fl.f(string(key)))
+				}
+				if p != nil {
+					break
+				}
+			}
+		default:
+			p = unrecognized(l.f(string(key)))
+		}
+		if p != nil {
+			return tc, p
+		}
+	}
+	switch {
+	case !hasID:
+		return tc, missing(l.f("id"))
+	case tc.ID == "":
+		return tc, bad(l.f("id"), "Invalid value for '%s': it must not be empty.", l.f("id"))
+	case !hasType:
+		return tc, missing(l.f("type"))
+	case !hasFn:
+		return tc, missing(l.f("function"))
+	case !hasName:
+		return tc, missing(l.f("function").f("name"))
+	case tc.Name == "":
+		return tc, bad(l.f("function").f("name"), "Invalid value for '%s': it must not be empty.", l.f("function").f("name"))
+	case !hasArgs:
+		return tc, missing(l.f("function").f("arguments"))
+	}
+	if tc.Arguments == "" {
+		tc.Arguments = "{}"
+	}
+	return tc, nil
+}

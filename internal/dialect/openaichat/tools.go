@@ -1,0 +1,347 @@
+package openaichat
+
+import (
+	"encoding/json"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// maxTools is OpenAI's own limit on declared tools.
+const maxTools = 128
+
+// validName reports whether s matches ^[a-zA-Z0-9_-]{1,64}$, the rule
+// OpenAI applies to function and schema names.
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
+	l := field("tools")
+	if isNull, p := s.skipNull(); isNull || p != nil {
+		return nil, p
+	}
+	if p := s.array(l); p != nil {
+		return nil, p
+	}
+	var out []canonical.Tool
+	for i := 0; ; i++ {
+		ok, p := s.nextElem(i == 0)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			break
+		}
+		if i == maxTools {
+			return nil, bad(l, "Invalid 'tools': array too long. Expected an array with maximum length %d.", maxTools)
+		}
+		t, p := decodeTool(s, l.at(i))
+		if p != nil {
+			return nil, p
+		}
+		if declared(out, t.Name) {
+			nl := l.at(i).f("function").f("name")
+			return nil, bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, t.Name)
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, bad(l, "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
+	return out, nil
+}
+
+func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
+	if p := s.object(l); p != nil {
+		return t, p
+	}
+	var hasType, hasFn bool
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil {
+			return t, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "type":
+			hasType = true
+			var typ []byte
+			if typ, p = s.getStringRaw(l.f("type")); p == nil && string(typ) != "function" {
+				p = bad(l.f("type"), "Invalid value for '%s': '%s'. Only 'function' tools are supported by this gateway.", l.f("type"), typ)
+			}
+		case "function":
+			hasFn = true
+			t, p = decodeFunction(s, l.f("function"))
+		default:
+			p = unrecognized(l.f(string(key)))
+		}
+		if p != nil {
+			return t, p
+		}
+	}
+	switch {
+	case !hasType:
+		return t, missing(l.f("type"))
+	case !hasFn:
+		return t, missing(l.f("function"))
+	}
+	return t, nil
+}
+
+func decodeFunction(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
+	if p := s.object(l); p != nil {
+		return t, p
+	}
+	hasName := false
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil {
+			return t, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "name":
+			hasName = true
+			if t.Name, p = s.getString(l.f("name")); p == nil && !validName(t.Name) {
+				p = bad(l.f("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.f("name"))
+			}
+		case "description":
+			if isNull, np := s.skipNull(); isNull || np != nil {
+				p = np
+				break
+			}
+			t.Description, p = s.getString(l.f("description"))
+		case "parameters":
+			t.Parameters, p = s.schema(l.f("parameters"))
+		case "strict":
+			var b *bool
+			if b, p = s.optBool(l.f("strict")); b != nil {
+				t.Strict = *b
+			}
+		default:
+			p = unrecognized(l.f(string(key)))
+		}
+		if p != nil {
+			return t, p
+		}
+	}
+	if !hasName {
+		return t, missing(l.f("name"))
+	}
+	return t, nil
+}
+
+// schema reads a JSON Schema kept as raw JSON: an object, or null for none.
+func (s *scanner) schema(l loc) (json.RawMessage, *failure.Public) {
+	if isNull, p := s.skipNull(); isNull || p != nil {
+		return nil, p
+	}
+	if s.peek() != '{' {
+		return nil, s.typeErr(l, "an object (a JSON Schema)")
+	}
+	return s.raw()
+}
+
+// decodeToolChoice returns the choice and where a function name was given
+// (checked against tools once all fields are read).
+func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) {
+	l := field("tool_choice")
+	switch s.peek() {
+	case 'n':
+		return nil, l, s.literal("null")
+	case '"':
+		v, p := s.rawString()
+		if p != nil {
+			return nil, l, p
+		}
+		switch string(v) {
+		case "none":
+			return &canonical.ToolChoice{Mode: canonical.ToolChoiceNone}, l, nil
+		case "auto":
+			return &canonical.ToolChoice{Mode: canonical.ToolChoiceAuto}, l, nil
+		case "required":
+			return &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, l, nil
+		}
+		return nil, l, bad(l, "Invalid value for 'tool_choice': '%s'. Supported values are: 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": \"...\"}}.", v)
+	case '{':
+	default:
+		return nil, l, s.typeErr(l, "a string or an object")
+	}
+	s.open()
+	var (
+		typ       []byte
+		name      string
+		hasType   bool
+		hasName   bool
+		hasFn     bool
+		otherKeys string
+	)
+	fl := l.f("function")
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil {
+			return nil, l, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "type":
+			hasType = true
+			typ, p = s.getStringRaw(l.f("type"))
+		case "function":
+			hasFn = true
+			if p = s.object(fl); p != nil {
+				break
+			}
+			for first := true; ; first = false {
+				var k []byte
+				if k, ok, p = s.nextKey(first); p != nil || !ok {
+					break
+				}
+				if string(k) != "name" {
+					p = unrecognized(fl.f(string(k)))
+					break
+				}
+				hasName = true
+				name, p = s.getString(fl.f("name"))
+				if p != nil {
+					break
+				}
+			}
+		case "custom", "allowed_tools", "name":
+			// Members of tool_choice forms this gateway does not support;
+			// the type check below names the form.
+			otherKeys = string(key)
+			p = s.skip()
+		default:
+			p = unrecognized(l.f(string(key)))
+		}
+		if p != nil {
+			return nil, l, p
+		}
+	}
+	switch {
+	case !hasType:
+		return nil, l, missing(l.f("type"))
+	case string(typ) != "function":
+		return nil, l, bad(l.f("type"), "Invalid value for 'tool_choice.type': '%s'. Only {\"type\": \"function\", \"function\": {\"name\": \"...\"}} is supported by this gateway.", typ)
+	case otherKeys != "":
+		return nil, l, unrecognized(l.f(otherKeys))
+	case !hasFn:
+		return nil, l, missing(fl)
+	case !hasName:
+		return nil, l, missing(fl.f("name"))
+	}
+	return &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: name}, fl.f("name"), nil
+}
+
+func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Public) {
+	l := field("response_format")
+	if isNull, p := s.skipNull(); isNull || p != nil {
+		return nil, p
+	}
+	if p := s.object(l); p != nil {
+		return nil, p
+	}
+	var (
+		typ       []byte
+		hasType   bool
+		hasSchema bool
+		rf        canonical.ResponseFormat
+		hasName   bool
+	)
+	sl := l.f("json_schema")
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "type":
+			hasType = true
+			typ, p = s.getStringRaw(l.f("type"))
+		case "json_schema":
+			hasSchema = true
+			hasName, p = decodeJSONSchema(s, sl, &rf)
+		default:
+			p = unrecognized(l.f(string(key)))
+		}
+		if p != nil {
+			return nil, p
+		}
+	}
+	if !hasType {
+		return nil, missing(l.f("type"))
+	}
+	switch string(typ) {
+	case "text", "json_object":
+		if hasSchema {
+			return nil, bad(sl, "Invalid parameter: 'response_format.json_schema' is only allowed when 'response_format.type' is 'json_schema'.")
+		}
+		if string(typ) == "text" {
+			return nil, nil // plain text is the canonical default
+		}
+		return &canonical.ResponseFormat{Type: canonical.FormatJSONObject}, nil
+	case "json_schema":
+		switch {
+		case !hasSchema:
+			return nil, missing(sl)
+		case !hasName:
+			return nil, missing(sl.f("name"))
+		}
+		rf.Type = canonical.FormatJSONSchema
+		return &rf, nil
+	}
+	return nil, bad(l.f("type"), "Invalid value for 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", typ)
+}
+
+func decodeJSONSchema(s *scanner, l loc, rf *canonical.ResponseFormat) (hasName bool, _ *failure.Public) {
+	if p := s.object(l); p != nil {
+		return false, p
+	}
+	for first := true; ; first = false {
+		key, ok, p := s.nextKey(first)
+		if p != nil || !ok {
+			return hasName, p
+		}
+		switch string(key) {
+		case "name":
+			hasName = true
+			if rf.Name, p = s.getString(l.f("name")); p == nil && !validName(rf.Name) {
+				p = bad(l.f("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.f("name"))
+			}
+		case "description":
+			p = s.optString(l.f("description"))
+		case "schema":
+			rf.Schema, p = s.schema(l.f("schema"))
+		case "strict":
+			var b *bool
+			if b, p = s.optBool(l.f("strict")); b != nil {
+				rf.Strict = *b
+			}
+		default:
+			p = unrecognized(l.f(string(key)))
+		}
+		if p != nil {
+			return hasName, p
+		}
+	}
+}
