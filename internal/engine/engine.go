@@ -25,6 +25,9 @@ type Rung struct {
 	// Target is the template for this rung's attempts; the engine copies it
 	// and fills in the per-rung idempotency key.
 	Target provider.Target
+	// Forced marks a last-resort probe: the gate admits it whatever the
+	// rung's health says.
+	Forced bool
 }
 
 // Plan is the ordered candidate list for one request.
@@ -87,18 +90,34 @@ type Result struct {
 	DeliveredTokens int
 	// Err is the final failure; nil when the request was served in full.
 	Err *failure.Error
+	// Skipped lists rungs the gate refused at dispatch time (no attempt).
+	Skipped []Skip
 }
 
-// Observer receives every finished attempt, e.g. to feed health circuits
-// and metrics. It must not block.
+// Skip is a rung the gate refused right before dispatch.
+type Skip struct {
+	Deployment string
+	Reason     string
+}
+
+// Observer receives every finished attempt, e.g. for metrics. It must not
+// block.
 type Observer interface {
 	ObserveAttempt(d *catalog.Deployment, a *Attempt)
+}
+
+// Gate admits attempts, e.g. health circuits. Admit is called right before
+// each attempt; a non-empty skip refuses the rung without an attempt.
+// Otherwise done is called exactly once with the finished attempt.
+type Gate interface {
+	Admit(r *Rung) (done func(*Attempt), skip string)
 }
 
 // Engine dispatches plans. The zero value is not usable; use New.
 type Engine struct {
 	log      *slog.Logger
 	observer Observer
+	gate     Gate
 	now      func() time.Time
 }
 
@@ -107,6 +126,9 @@ type Option func(*Engine)
 
 // WithObserver sets the attempt observer (default none).
 func WithObserver(o Observer) Option { return func(e *Engine) { e.observer = o } }
+
+// WithGate sets the attempt gate (default none: every attempt admitted).
+func WithGate(g Gate) Option { return func(e *Engine) { e.gate = g } }
 
 // WithClock sets the clock used for attempt timestamps (default time.Now).
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
@@ -164,8 +186,24 @@ func (e *Engine) target(p *Plan, i int) *provider.Target {
 	return &t
 }
 
-func (e *Engine) finishAttempt(p *Plan, res *Result, a *Attempt) {
+// admit asks the gate whether rung i may be tried now.
+func (e *Engine) admit(p *Plan, i int, res *Result) (func(*Attempt), bool) {
+	if e.gate == nil {
+		return nil, true
+	}
+	done, skip := e.gate.Admit(&p.Rungs[i])
+	if skip != "" {
+		res.Skipped = append(res.Skipped, Skip{Deployment: p.Rungs[i].Deployment.ID, Reason: skip})
+		return nil, false
+	}
+	return done, true
+}
+
+func (e *Engine) finishAttempt(p *Plan, res *Result, a *Attempt, done func(*Attempt)) {
 	a.Duration = e.now().Sub(a.Start)
+	if done != nil {
+		done(a)
+	}
 	res.Attempts = append(res.Attempts, *a)
 	if a.Err != nil && a.Err.Class != failure.ClientCancelled {
 		e.log.Warn("attempt failed", "request_id", p.RequestID, "deployment", a.Deployment,
@@ -197,6 +235,11 @@ func (e *Engine) Complete(ctx context.Context, p *Plan, req *canonical.Request) 
 	retry := false
 	for i := 0; i < len(p.Rungs); {
 		r := &p.Rungs[i]
+		done, ok := e.admit(p, i, res)
+		if !ok {
+			i, retry = i+1, false
+			continue
+		}
 		a := Attempt{Rung: i, Deployment: r.Deployment.ID, Retry: retry, Start: e.now()}
 		actx, cancel := context.WithTimeoutCause(ctx, r.Deployment.Timeouts.Total.D(), &timeoutCause{failure.TimeoutTotal})
 		resp, err := r.Adapter.Complete(actx, e.target(p, i), req)
@@ -206,12 +249,12 @@ func (e *Engine) Complete(ctx context.Context, p *Plan, req *canonical.Request) 
 			a.FirstToken = a.FirstByte
 			res.Served, res.Response, res.Stop, res.Err = i, resp, resp.Stop, nil
 			res.Usage, res.UsageReported = resp.Usage, !resp.Usage.IsZero()
-			e.finishAttempt(p, res, &a)
+			e.finishAttempt(p, res, &a, done)
 			return res
 		}
 		a.Err = classify(ctx, actx, err, true)
 		cancel()
-		e.finishAttempt(p, res, &a)
+		e.finishAttempt(p, res, &a, done)
 		res.Err = a.Err
 		var stop bool
 		i, retry, stop = next(i, retry, a.Err)
@@ -219,8 +262,20 @@ func (e *Engine) Complete(ctx context.Context, p *Plan, req *canonical.Request) 
 			return res
 		}
 	}
+	return e.exhausted(res)
+}
+
+// exhausted finishes a result whose every rung was tried or skipped.
+func (e *Engine) exhausted(res *Result) *Result {
 	if res.Err == nil {
-		res.Err = &failure.Error{Class: failure.ProviderUnavailable, Detail: "no rung to try"}
+		res.Err = &failure.Error{Class: failure.ProviderUnavailable, Detail: "no rung could be tried", NoResponse: true}
+		if len(res.Attempts) == 0 {
+			res.Err = ErrAllSkipped
+		}
 	}
 	return res
 }
+
+// ErrAllSkipped is the result's error when the gate refused every rung and
+// no attempt was made.
+var ErrAllSkipped = &failure.Error{Class: failure.ProviderUnavailable, Detail: "every rung was skipped by the gate", NoResponse: true}

@@ -422,3 +422,55 @@ func TestUpstreamKeys(t *testing.T) {
 		t.Error("keys of different requests collide")
 	}
 }
+
+// recGate admits by deployment id and records every finished attempt.
+type recGate struct {
+	skip map[string]string
+	mu   sync.Mutex
+	done []string
+}
+
+func (g *recGate) Admit(r *Rung) (func(*Attempt), string) {
+	if why := g.skip[r.Deployment.ID]; why != "" && !r.Forced {
+		return nil, why
+	}
+	return func(a *Attempt) {
+		g.mu.Lock()
+		g.done = append(g.done, a.Deployment+"="+a.Outcome())
+		g.mu.Unlock()
+	}, ""
+}
+
+func TestGate(t *testing.T) {
+	t.Run("a skipped rung costs no attempt; done sees every attempt once", func(t *testing.T) {
+		p, fakes := plan(t, []script{okStream("never")}, []script{{dispatchErr: status(503)}}, []script{okStream("ok")})
+		g := &recGate{skip: map[string]string{"primary": "circuit_open"}}
+		res := New(slog.New(slog.DiscardHandler), WithGate(g)).Stream(context.Background(), p, &canonical.Request{}, &recSink{})
+		if res.Err != nil || res.Served != 2 || fakes[0].calls != 0 {
+			t.Fatalf("err %v served %d primary calls %d", res.Err, res.Served, fakes[0].calls)
+		}
+		if len(res.Skipped) != 1 || res.Skipped[0].Reason != "circuit_open" {
+			t.Errorf("skipped = %+v", res.Skipped)
+		}
+		if got := strings.Join(g.done, " "); got != "secondary=provider_unavailable tertiary=ok" {
+			t.Errorf("gate saw %q", got)
+		}
+	})
+	t.Run("every rung skipped", func(t *testing.T) {
+		p, _ := plan(t, []script{okStream("never")})
+		g := &recGate{skip: map[string]string{"primary": "throttled"}}
+		res := New(slog.New(slog.DiscardHandler), WithGate(g)).Complete(context.Background(), p, &canonical.Request{})
+		if res.Err != ErrAllSkipped || len(res.Attempts) != 0 {
+			t.Fatalf("err %v attempts %d", res.Err, len(res.Attempts))
+		}
+	})
+	t.Run("a forced rung is admitted", func(t *testing.T) {
+		p, _ := plan(t, []script{okStream("x")})
+		p.Rungs[0].Forced = true
+		g := &recGate{skip: map[string]string{"primary": "circuit_open"}}
+		res := New(slog.New(slog.DiscardHandler), WithGate(g)).Stream(context.Background(), p, &canonical.Request{}, &recSink{})
+		if res.Err != nil || res.Served != 0 {
+			t.Fatalf("err %v", res.Err)
+		}
+	})
+}

@@ -87,7 +87,12 @@ func (e *Engine) Stream(ctx context.Context, p *Plan, req *canonical.Request, si
 	res := &Result{Served: -1}
 	retry := false
 	for i := 0; i < len(p.Rungs); {
-		fe := e.streamAttempt(ctx, p, i, retry, req, sink, res)
+		done, ok := e.admit(p, i, res)
+		if !ok {
+			i, retry = i+1, false
+			continue
+		}
+		fe := e.streamAttempt(ctx, p, i, retry, req, sink, res, done)
 		if fe == nil {
 			res.Err = nil
 			return res
@@ -102,16 +107,13 @@ func (e *Engine) Stream(ctx context.Context, p *Plan, req *canonical.Request, si
 			return res
 		}
 	}
-	if res.Err == nil {
-		res.Err = &failure.Error{Class: failure.ProviderUnavailable, Detail: "no rung to try"}
-	}
-	return res
+	return e.exhausted(res)
 }
 
 // streamAttempt makes one attempt on rung i. It returns nil when the rung
 // served the whole answer; otherwise the failure, with res.Err and the
 // caller's stream already finished when the failure came after commit.
-func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, req *canonical.Request, sink Sink, res *Result) *failure.Error {
+func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, req *canonical.Request, sink Sink, res *Result, done func(*Attempt)) *failure.Error {
 	r := &p.Rungs[i]
 	to := r.Deployment.Timeouts
 	a := Attempt{Rung: i, Deployment: r.Deployment.ID, Retry: retry, Start: e.now()}
@@ -133,7 +135,7 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 				_ = sink.Interrupt(fe, res.DeliveredTokens)
 			}
 		}
-		e.finishAttempt(p, res, &a)
+		e.finishAttempt(p, res, &a, done)
 		return fe
 	}
 
@@ -171,7 +173,7 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 			if ferr := sink.Finish(stop, stopSeq, usage); ferr != nil {
 				return fail(failure.Cancelled(ferr))
 			}
-			e.finishAttempt(p, res, &a)
+			e.finishAttempt(p, res, &a, done)
 			return nil
 		}
 		if err != nil {
