@@ -1,0 +1,226 @@
+package mock
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// request is what a wire format's decoder extracts from a generation request:
+// only what shapes the mock's answer.
+type request struct {
+	model  string
+	stream bool
+	// maxTokens is the output ceiling; -1 when the request set none.
+	maxTokens int
+	stops     []string
+	tools     []string // declared tool names, in order
+	// toolChoice is "auto", "none", "required" or "tool" (with forcedTool).
+	toolChoice string
+	forcedTool string
+	// lastIsToolResult: the conversation's last turn hands back tool results,
+	// so the model answers with text.
+	lastIsToolResult bool
+	noParallel       bool
+	includeUsage     bool // OpenAI stream_options.include_usage
+}
+
+// stopKind is why a mock answer ended, before a wire format names it.
+type stopKind uint8
+
+const (
+	stopEnd stopKind = iota
+	stopLength
+	stopSequence
+	stopTool
+	stopRefusal
+)
+
+// answer is one deterministic, wire-neutral reply. Every element of text,
+// refusal and each call's fragments is one content delta of at most 4
+// bytes, so output equals the number of content deltas whatever the wire.
+type answer struct {
+	model   string
+	text    []string
+	refusal []string // OpenAI-style visible refusal deltas
+	// refusalNote is Anthropic's stop_details.explanation.
+	refusalNote string
+	calls       []toolCall
+	stop        stopKind
+	stopSeq     string
+	// input counts every prompt token; cached is the part read from cache.
+	input, cached, output int
+}
+
+type toolCall struct {
+	name      string
+	args      string
+	fragments []string
+}
+
+const (
+	defaultTokens  = 8
+	defaultArgs    = `{"city":"Paris"}`
+	defaultRefusal = "I'm sorry, but I can't help with that request."
+	filler         = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
+)
+
+// plan builds the answer to req under the script's shaping (sc may be nil).
+// refusal says whether the refusal fault applies to this request;
+// refusalDeltas whether the wire format streams the refusal as text (OpenAI)
+// rather than only naming it in its stop reason (Anthropic).
+func plan(name, modelOverride string, req *request, body []byte, sc *Script, refusal, refusalDeltas bool) *answer {
+	if sc == nil {
+		sc = &Script{tokens: -1}
+	}
+	a := &answer{model: req.model}
+	if modelOverride != "" {
+		a.model = modelOverride
+	}
+	a.input = (len(body) + 3) / 4
+	a.cached = min(sc.cached, a.input)
+
+	switch {
+	case refusal:
+		a.stop = stopRefusal
+		msg := sc.message
+		if msg == "" {
+			msg = defaultRefusal
+		}
+		a.refusalNote = msg
+		switch {
+		case refusalDeltas:
+			a.refusal = pieces(msg)
+		case sc.tokens > 0:
+			// An explicit tokens= lets text stream before the refusal cuts
+			// in (Anthropic's classifier stops an answer already under way).
+			a.text = textTokens(name, sc.tokens)
+		}
+	case wantsTool(req):
+		a.stop = stopTool
+		n := 1
+		if sc.tools > 0 && !req.noParallel {
+			n = sc.tools
+		}
+		args := sc.args
+		if args == "" {
+			args = defaultArgs
+		}
+		for i := range n {
+			a.calls = append(a.calls, toolCall{name: pickTool(req, sc, i), args: args, fragments: pieces(args)})
+		}
+	default:
+		n := defaultTokens
+		if sc.tokens >= 0 {
+			n = sc.tokens
+		}
+		if req.maxTokens >= 0 && req.maxTokens < n {
+			n = req.maxTokens
+			a.stop = stopLength
+		}
+		a.text = textTokens(name, n)
+		if seq, cut, ok := firstStop(a.text, req.stops); ok {
+			a.text, a.stop, a.stopSeq = cut, stopSequence, seq
+		}
+	}
+	a.output = len(a.text) + len(a.refusal)
+	for _, c := range a.calls {
+		a.output += len(c.fragments)
+	}
+	return a
+}
+
+func wantsTool(req *request) bool {
+	return len(req.tools) > 0 && !req.lastIsToolResult && req.toolChoice != "none"
+}
+
+// pickTool names the i-th parallel call: the script's tool=, else the forced
+// tool_choice, else the declared tools in turn.
+func pickTool(req *request, sc *Script, i int) string {
+	switch {
+	case sc.tool != "":
+		return sc.tool
+	case req.toolChoice == "tool" && req.forcedTool != "":
+		return req.forcedTool
+	}
+	return req.tools[i%len(req.tools)]
+}
+
+// textTokens returns n deltas whose text begins "mock <name> " followed by
+// filler words: the first delta is "mock", each word (with its leading space)
+// is cut into pieces of at most 4 bytes.
+func textTokens(name string, n int) []string {
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	out = append(out, "mock")
+	words := strings.Fields(name)
+	if len(words) == 0 {
+		words = []string{"mock"}
+	}
+	fill := strings.Fields(filler)
+	for i := 0; len(out) < n; i++ {
+		var w string
+		if i < len(words) {
+			w = words[i]
+		} else {
+			w = fill[(i-len(words))%len(fill)]
+		}
+		for _, p := range pieces(" " + w) {
+			if len(out) == n {
+				break
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pieces cuts s into chunks of at most 4 bytes without splitting a rune.
+func pieces(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		end := 0
+		for end < len(s) {
+			_, size := utf8.DecodeRuneInString(s[end:])
+			if end+size > 4 {
+				break
+			}
+			end += size
+		}
+		if end == 0 { // cannot happen for valid or invalid UTF-8 (size <= 4)
+			end = 1
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
+	return out
+}
+
+// firstStop finds the earliest stop sequence in the joined text and cuts the
+// deltas just before it, as providers do (the sequence itself is not sent).
+func firstStop(text []string, stops []string) (seq string, cut []string, ok bool) {
+	full := strings.Join(text, "")
+	at := -1
+	for _, s := range stops {
+		if s == "" {
+			continue
+		}
+		if i := strings.Index(full, s); i >= 0 && (at < 0 || i < at) {
+			at, seq = i, s
+		}
+	}
+	if at < 0 {
+		return "", nil, false
+	}
+	pos := 0
+	for _, p := range text {
+		if pos+len(p) <= at {
+			cut = append(cut, p)
+		} else if pos < at {
+			cut = append(cut, p[:at-pos])
+		}
+		pos += len(p)
+	}
+	return seq, cut, true
+}

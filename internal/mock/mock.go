@@ -1,0 +1,274 @@
+// Package mock provides fault-injecting mock LLM providers that speak each
+// provider's real wire format (success and error bodies, headers, streams).
+//
+// A Mock is an http.Handler. Its answers are deterministic: the reply text
+// begins "mock <name>", every content delta is at most 4 bytes, and usage
+// reports exactly as many output tokens as content deltas. Faults are chosen
+// by a script (see ParseScript): mock-wide (Options.Fault, SetFault, or
+// PUT /_mock/fault) or per request (header X-Mock-Fault, which overrides the
+// mock-wide script for that request).
+//
+// Script items:
+//
+//	status=N          answer N with the provider's real error body for N
+//	error_type=X      override the error type (with status= or error_after=)
+//	error_code=Y      override the error code (OpenAI only)
+//	message=...       override the error message, or the refusal text
+//	retry_after=S     send retry-after: S (seconds) with the error
+//	retry_after_ms=N  send retry-after-ms: N with the error
+//	delay=D           wait D before the response headers
+//	stall             accept the request and never send a byte
+//	stall_after=K     stream K content events, then go silent
+//	die_after=K       stream K content events, then cut the connection
+//	error_after=K     stream K content events, then the provider's in-stream error
+//	malformed_after=K after K content events, send one broken JSON event
+//	no_terminal       omit the stream's terminal event ([DONE], message_stop)
+//	refusal           answer with a refusal
+//	event_delay=D     wait D between stream events
+//	tokens=N cached=N tool=name tools=N args={json}   shape the answer
+//	p=F               apply the fault part with probability F (seeded)
+//	times=N           mock-wide only: apply to the next N requests, then heal
+//
+// The *_after faults fire before the (K+1)-th content event, or before the
+// answer's closing events when it has K or fewer. Non-streaming requests get:
+// die_after → 200 headers and half the body, then the connection is cut;
+// stall_after → 200 headers and half the body, then silence; error_after →
+// the HTTP error the in-stream error stands for (OpenAI 500 server_error,
+// Anthropic 529 overloaded_error); malformed_after → 200 with a truncated,
+// unparsable body and a clean close; no_terminal and event_delay → ignored.
+//
+// A new wire format is one new file implementing the wire interface.
+package mock
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a Mock. The zero value is a healthy mock with no name
+// and no credential check.
+type Options struct {
+	// Name appears in reply text ("mock <name> ...") so tests can tell which
+	// mock served. Empty: "mock".
+	Name string
+	// APIKey, when non-empty, is the only credential accepted; requests
+	// without it get the provider's real 401 body.
+	APIKey string
+	// Fault is the mock-wide fault script applied to every request; "" is
+	// healthy.
+	Fault string
+	// Seed seeds the random source of p= faults, so runs are repeatable.
+	Seed int64
+	// Model is the model id reported in answers; empty: the request's model.
+	Model string
+}
+
+// Received is one generation request as the mock received it.
+type Received struct {
+	Path   string
+	Stream bool
+	Model  string
+	// IdempotencyKey is the Idempotency-Key header, "" when absent.
+	IdempotencyKey string
+	Header         http.Header
+	Body           []byte
+	At             time.Time
+}
+
+// Mock is a fault-injecting mock provider. It is safe for concurrent use.
+type Mock struct {
+	kind string
+	wire wire
+	opts Options
+	tag  uint64 // seeds the mock's deterministic ids
+
+	seq       atomic.Uint64
+	done      chan struct{}
+	closeOnce sync.Once
+
+	mu        sync.Mutex
+	script    *Script // mock-wide; nil = healthy
+	remaining int     // requests the script still applies to; 0 = unlimited
+	rng       *rand.Rand
+	reqs      []Received
+}
+
+// New returns a mock provider of the given kind ("openai" or "anthropic").
+func New(kind string, opts Options) (*Mock, error) {
+	var wf wire
+	switch kind {
+	case "openai":
+		wf = openAI{}
+	case "anthropic":
+		wf = anthropic{}
+	default:
+		return nil, fmt.Errorf("mock: unknown provider kind %q (want openai or anthropic)", kind)
+	}
+	h := fnv.New64a()
+	io.WriteString(h, kind+"\x00"+opts.Name)
+	m := &Mock{kind: kind, wire: wf, opts: opts, tag: h.Sum64(), done: make(chan struct{})}
+	if err := m.SetFault(opts.Fault); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Kind returns the provider kind the mock speaks.
+func (m *Mock) Kind() string { return m.kind }
+
+// SetFault replaces the mock-wide fault script; "" clears it. It re-seeds
+// the p= random source from Options.Seed, so a given script and seed always
+// produce the same sequence of outcomes.
+func (m *Mock) SetFault(script string) error {
+	sc, err := m.parse(script)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.script, m.remaining = sc, 0
+	if sc != nil {
+		m.remaining = sc.times
+	}
+	m.rng = rand.New(rand.NewPCG(uint64(m.opts.Seed), 0x5eed))
+	return nil
+}
+
+// parse parses a script and checks that this wire format can express it.
+func (m *Mock) parse(script string) (*Script, error) {
+	sc, err := ParseScript(script)
+	if err != nil || sc == nil {
+		return nil, err
+	}
+	if err := m.wire.validate(sc); err != nil {
+		return nil, fmt.Errorf("mock script: %w", err)
+	}
+	return sc, nil
+}
+
+// Requests returns every generation request received, in order.
+func (m *Mock) Requests() []Received {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Received(nil), m.reqs...)
+}
+
+// Count returns the number of generation requests received.
+func (m *Mock) Count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.reqs)
+}
+
+// Reset clears the request records. The fault script stays.
+func (m *Mock) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reqs = nil
+}
+
+// Close releases every request held by stall or stall_after (their
+// connections are cut) and makes later stalls end at once. Call it before
+// shutting down the server the mock runs in; the mock keeps serving.
+func (m *Mock) Close() {
+	m.closeOnce.Do(func() { close(m.done) })
+}
+
+func (m *Mock) record(r *http.Request, body []byte) {
+	var peek struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	_ = json.Unmarshal(body, &peek) // best effort: invalid bodies are recorded too
+	rec := Received{
+		Path:           r.URL.Path,
+		Stream:         peek.Stream,
+		Model:          peek.Model,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		Header:         r.Header.Clone(),
+		Body:           body,
+		At:             time.Now(),
+	}
+	m.mu.Lock()
+	m.reqs = append(m.reqs, rec)
+	m.mu.Unlock()
+}
+
+// ServeHTTP routes generation, provider and control requests.
+func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/_mock/fault":
+		m.controlFault(w, r)
+		return
+	case "/_mock/stats":
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"requests": m.Count()})
+		return
+	case "/_mock/reset":
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		m.Reset()
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		return
+	}
+	c := m.newCall()
+	if r.URL.Path == m.wire.path() {
+		if r.Method != http.MethodPost {
+			m.wire.writeError(c, w, m.wire.methodError(r))
+			return
+		}
+		m.generate(c, w, r)
+		return
+	}
+	if !m.wire.other(m, c, w, r) {
+		m.wire.writeError(c, w, m.wire.notFound(r))
+	}
+}
+
+func (m *Mock) controlFault(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodPut) {
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	if err := m.SetFault(string(b)); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"fault": m.currentScript()})
+}
+
+func (m *Mock) currentScript() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.script.String()
+}
+
+func allow(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use " + method})
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
