@@ -20,11 +20,11 @@ would be served, 1 when it has errors, 2 on wrong usage.
 
 // runCheck implements "spillway check <config.yaml>".
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return check(ctx, args, stdout, stderr, os.LookupEnv)
+	return checkWithEnv(ctx, args, stdout, stderr, os.LookupEnv)
 }
 
-// check is runCheck with the environment injected, for tests.
-func check(_ context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+// checkWithEnv is runCheck with the environment injected, for tests.
+func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, checkUsage) }
@@ -62,20 +62,20 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	}
 	verdict := "ok"
 	if len(errs) > 0 {
-		verdict = "refused: " + plural(len(errs), "error")
+		verdict = "refused: " + checkPlural(len(errs), "error")
 	}
 	if len(warns) > 0 {
-		verdict += ", " + plural(len(warns), "warning")
+		verdict += ", " + checkPlural(len(warns), "warning")
 	}
 	fmt.Fprintf(stdout, "%s: %s, %s, %s: %s\n", path,
-		plural(nd, "deployment"), plural(np, "pool"), plural(nr, "route"), verdict)
+		checkPlural(nd, "deployment"), checkPlural(np, "pool"), checkPlural(nr, "route"), verdict)
 	if len(errs) > 0 {
 		return 1
 	}
 	return 0
 }
 
-func plural(n int, noun string) string {
+func checkPlural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

@@ -94,7 +94,7 @@ routes:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := check(context.Background(), tc.args, &out, &errb, env)
+			code := checkWithEnv(context.Background(), tc.args, &out, &errb, env)
 			if code != tc.code {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out.String(), errb.String())
 			}

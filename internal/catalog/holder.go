@@ -63,8 +63,10 @@ func (h *Holder) reloadData(data []byte, path string) error {
 // Watch polls the file at path every interval (≤ 0 means
 // DefaultWatchInterval) and reloads it when its content changes. A bad
 // file is logged with every problem and the last good snapshot stays; the
-// same bad content is not reported again. Watch returns when ctx is done;
-// run it in a goroutine the caller owns. logger may be nil.
+// same bad content is not reported again. A poll reads the file only
+// when its size or modification time changed, and reloads only when its
+// SHA-256 did. Watch returns when ctx is done; run it in a goroutine the
+// caller owns. logger may be nil.
 func (h *Holder) Watch(ctx context.Context, path string, every time.Duration, logger *slog.Logger) {
 	if every <= 0 {
 		every = DefaultWatchInterval

@@ -107,7 +107,7 @@ func (c *Config) validateDeployments(p *problems) map[string]int {
 		if d.CredentialEnv != "" && !envVarRE.MatchString(d.CredentialEnv) {
 			p.add(f("credential_env"), d.Line, "%q is not an environment variable name; name the variable, never put the secret in the file", d.CredentialEnv)
 		}
-		if d.Funding != FundingHost && d.Funding != FundingBYOK {
+		if d.Funding != "" && d.Funding != FundingHost && d.Funding != FundingBYOK {
 			p.add(f("funding"), d.Line, "%q must be %q or %q", d.Funding, FundingHost, FundingBYOK)
 		}
 		if pr := d.Price; pr != nil {
@@ -234,21 +234,23 @@ func (c *Config) validatePools(p *problems, deps map[string]int) map[string]int 
 				seen[id] = line
 			}
 		}
-		if len(pl.Deployments) > 1 {
-			if e := pl.Equivalence; e == nil {
+		// A certification is required for more than one deployment, and
+		// checked whenever written: a malformed one certifies nothing.
+		if e := pl.Equivalence; e == nil {
+			if len(pl.Deployments) > 1 {
 				p.add(f("equivalence"), pl.Line, "a pool of %d deployments needs an equivalence certification (by, date, evidence) that they serve the same exact model", len(pl.Deployments))
-			} else {
-				if strings.TrimSpace(e.By) == "" {
-					p.add(f("equivalence.by"), pl.Line, "required: who certified the pool")
-				}
-				if e.Date == "" {
-					p.add(f("equivalence.date"), pl.Line, "required: when, as YYYY-MM-DD")
-				} else if _, err := time.Parse(time.DateOnly, e.Date); err != nil {
-					p.add(f("equivalence.date"), pl.Line, "%q is not a date written YYYY-MM-DD", e.Date)
-				}
-				if strings.TrimSpace(e.Evidence) == "" {
-					p.add(f("equivalence.evidence"), pl.Line, "required: a hash or reference to the evidence, e.g. an eval run")
-				}
+			}
+		} else {
+			if strings.TrimSpace(e.By) == "" {
+				p.add(f("equivalence.by"), pl.Line, "required: who certified the pool")
+			}
+			if e.Date == "" {
+				p.add(f("equivalence.date"), pl.Line, "required: when, as YYYY-MM-DD")
+			} else if _, err := time.Parse(time.DateOnly, e.Date); err != nil {
+				p.add(f("equivalence.date"), pl.Line, "%q is not a date written YYYY-MM-DD", e.Date)
+			}
+			if strings.TrimSpace(e.Evidence) == "" {
+				p.add(f("equivalence.evidence"), pl.Line, "required: a hash or reference to the evidence, e.g. an eval run")
 			}
 		}
 	}

@@ -94,6 +94,7 @@ func TestValidateRefusals(t *testing.T) {
 		{"certification without evidence", []string{`, evidence: "sha256:abc"`, ""}, []want{{16, "pools[0].equivalence.evidence", "required"}}},
 		{"certification empty", []string{`{by: me, date: "2025-01-02", evidence: "sha256:abc"}`, "{}"},
 			[]want{{16, "pools[0].equivalence.by", "required"}, {16, "pools[0].equivalence.date", "required"}, {16, "pools[0].equivalence.evidence", "required"}}},
+		{"certification on a single pool still checked", []string{"[a, b]", "[a]", `"2025-01-02"`, `"soon"`}, []want{{16, "pools[0].equivalence.date", "YYYY-MM-DD"}}},
 		// routes
 		{"route model missing", []string{"  - model: m\n    pool: p", "  - pool: p"}, []want{{18, "routes[0].model", "required"}}},
 		{"route duplicate", []string{"    pool: p\n", "    pool: p\n  - model: m\n    pool: p\n"}, []want{{20, "routes[1].model", `duplicate route "m" (first at line 18)`}}},
