@@ -78,6 +78,9 @@ type Deployment struct {
 	MaxOutputTokens int `yaml:"max_output_tokens"`
 	// Timeouts are the silence bounds of one attempt.
 	Timeouts Timeouts `yaml:"timeouts"`
+	// Health tunes the deployment's health tracking; zero fields take the
+	// defaults documented on HealthPolicy.
+	Health HealthPolicy `yaml:"health"`
 
 	// Line is the line of the deployment in its file (set by Load).
 	Line int `yaml:"-"`
@@ -114,6 +117,46 @@ type Timeouts struct {
 	// Durations are written "5s", "1.5s", "200ms"; a zero value takes the
 	// default and a negative one is refused.
 	Total Duration `yaml:"total"`
+}
+
+// HealthPolicy tunes how a deployment is taken out of and put back into
+// rotation. Zero means the default given on each field.
+type HealthPolicy struct {
+	// FailureThreshold consecutive operational failures (5xx, 529,
+	// timeouts, broken streams) open the circuit. Default 2.
+	FailureThreshold int `yaml:"failure_threshold"`
+	// OpenFor is how long an open circuit skips the deployment before one
+	// half-open probe request. Default 30s.
+	OpenFor Duration `yaml:"open_for"`
+	// RecoverySuccesses consecutive successful probes close the circuit.
+	// Default 1.
+	RecoverySuccesses int `yaml:"recovery_successes"`
+	// ThrottleFor is the throttle window after a 429 without Retry-After.
+	// Default 30s. A provider's Retry-After is honoured, capped by MaxThrottle.
+	ThrottleFor Duration `yaml:"throttle_for"`
+	// MaxThrottle caps a provider's Retry-After. Default 5m.
+	MaxThrottle Duration `yaml:"max_throttle"`
+	// SuppressFor is how long a provider credential, credit or binding
+	// failure suppresses the deployment before a probe. Default 60s.
+	SuppressFor Duration `yaml:"suppress_for"`
+	// Window is the rolling window for error rate and first-token p95.
+	// Default 60s.
+	Window Duration `yaml:"window"`
+	// MinSamples is the fewest attempts in the window before the error rate
+	// or latency can trip a cooldown. Default 10.
+	MinSamples int `yaml:"min_samples"`
+	// MaxErrorRate (0..1) above which the deployment cools down. Default
+	// 0.5; a negative value disables the check.
+	MaxErrorRate float64 `yaml:"max_error_rate"`
+	// MaxFirstTokenP95 above which the deployment cools down. Default 0:
+	// disabled.
+	MaxFirstTokenP95 Duration `yaml:"max_first_token_p95"`
+	// Cooldown is how long an error-rate or latency breach skips the
+	// deployment before a probe. Default 30s.
+	Cooldown Duration `yaml:"cooldown"`
+	// LastResortEvery allows one last-resort probe per deployment per
+	// interval when every rung of a route is skipped. Default 1s.
+	LastResortEvery Duration `yaml:"last_resort_every"`
 }
 
 // Pool is an ordered list of deployments serving one exact model.

@@ -130,6 +130,7 @@ func (c *Config) validateDeployments(p *problems) map[string]int {
 			p.add(f("max_output_tokens"), d.Line, "%d exceeds context_window %d", d.MaxOutputTokens, d.ContextWindow)
 		}
 		c.validateTimeouts(p, &d.Timeouts, at+".timeouts", d.Line)
+		validateHealth(p, &d.Health, at+".health", d.Line)
 	}
 	return ids
 }
@@ -154,6 +155,25 @@ func (c *Config) validateTimeouts(p *problems, t *Timeouts, at string, line int)
 		if x.d > total {
 			p.add(at+"."+x.name, line, "%s exceeds total %s", x.d, total)
 		}
+	}
+}
+
+func validateHealth(p *problems, h *HealthPolicy, at string, line int) {
+	for _, x := range []struct {
+		name string
+		neg  bool
+	}{
+		{"failure_threshold", h.FailureThreshold < 0}, {"recovery_successes", h.RecoverySuccesses < 0},
+		{"min_samples", h.MinSamples < 0}, {"open_for", h.OpenFor < 0}, {"throttle_for", h.ThrottleFor < 0},
+		{"max_throttle", h.MaxThrottle < 0}, {"suppress_for", h.SuppressFor < 0}, {"window", h.Window < 0},
+		{"max_first_token_p95", h.MaxFirstTokenP95 < 0}, {"cooldown", h.Cooldown < 0}, {"last_resort_every", h.LastResortEvery < 0},
+	} {
+		if x.neg {
+			p.add(at+"."+x.name, line, "must not be negative")
+		}
+	}
+	if h.MaxErrorRate > 1 || math.IsNaN(h.MaxErrorRate) {
+		p.add(at+".max_error_rate", line, "must be at most 1 (a fraction of attempts), or negative to disable")
 	}
 }
 

@@ -165,29 +165,55 @@ type Token struct {
 	probe bool
 }
 
-// Begin admits one attempt on id. A half-open circuit admits exactly one
-// probe at a time. forced admits a last-resort probe whatever the state.
-func (t *Tracker) Begin(id string, forced bool) (Token, bool) {
+// Begin admits one attempt on id, or says why not. A half-open circuit
+// admits exactly one probe at a time. forced admits a last-resort probe
+// whatever the state.
+func (t *Tracker) Begin(id string, forced bool) (Token, string) {
 	d := t.get(id)
 	if d == nil {
-		return Token{}, true
+		return Token{}, ""
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if forced {
 		d.attempts++
-		return Token{d: d, probe: true}, true
+		return Token{d: d, probe: true}, ""
 	}
 	if r := d.skipReason(t.clock.Now()); r != "" {
 		d.skipped++
-		return Token{}, false
+		return Token{}, r
 	}
 	d.attempts++
 	if d.circuit == halfOpen {
 		d.probing = true
-		return Token{d: d, probe: true}, true
+		return Token{d: d, probe: true}, ""
 	}
-	return Token{d: d}, true
+	return Token{d: d}, ""
+}
+
+// Wait is how long until id may be tried again (0 if it may now), and
+// whether only a throttle window stands in the way.
+func (t *Tracker) Wait(id string) (time.Duration, bool) {
+	d := t.get(id)
+	if d == nil {
+		return 0, false
+	}
+	now := t.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var wait time.Duration
+	if d.circuit == open && now.Before(d.retryAt) {
+		wait = d.retryAt.Sub(now)
+	}
+	throttledOnly := false
+	if now.Before(d.throttledUntil) {
+		tw := d.throttledUntil.Sub(now)
+		throttledOnly = wait == 0
+		if tw > wait {
+			wait = tw
+		}
+	}
+	return wait, throttledOnly
 }
 
 // Outcome is how an admitted attempt ended.

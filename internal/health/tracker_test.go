@@ -31,11 +31,11 @@ func newTest(p Policy) (*Tracker, *fakeClock) {
 // attempt runs one admitted attempt with outcome class ("" = success).
 func attempt(t *testing.T, tr *Tracker, id string, class failure.Class) bool {
 	t.Helper()
-	tok, ok := tr.Begin(id, false)
-	if ok {
+	tok, why := tr.Begin(id, false)
+	if why == "" {
 		tr.Done(tok, Outcome{Class: class, FirstToken: 100 * time.Millisecond})
 	}
-	return ok
+	return why == ""
 }
 
 func state(tr *Tracker, id string) State {
@@ -75,11 +75,11 @@ func TestCircuitTransitions(t *testing.T) {
 		t.Fatalf("after 30s state = %s, want half_open", state(tr, "a"))
 	}
 	// Exactly one probe at a time.
-	probe, ok := tr.Begin("a", false)
-	if !ok || !probe.probe {
+	probe, why := tr.Begin("a", false)
+	if why != "" || !probe.probe {
 		t.Fatal("half-open circuit did not admit a probe")
 	}
-	if _, ok := tr.Begin("a", false); ok {
+	if _, why := tr.Begin("a", false); why != SkipProbeInFlight {
 		t.Fatal("a second concurrent probe was admitted")
 	}
 	if ok, why := tr.Check("a"); ok || why != SkipProbeInFlight {
@@ -137,7 +137,7 @@ func TestExactlyOneHalfOpenProbeUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			if tok, ok := tr.Begin("a", false); ok {
+			if tok, why := tr.Begin("a", false); why == "" {
 				admitted.Add(1)
 				toks <- tok
 			}
@@ -165,6 +165,9 @@ func TestThrottleWindow(t *testing.T) {
 	}
 	if ok, why := tr.Check("a"); ok || why != SkipThrottled {
 		t.Fatalf("Check = %v %q, want throttled", ok, why)
+	}
+	if wait, only := tr.Wait("a"); wait != 7*time.Second || !only {
+		t.Fatalf("Wait = %v %v, want 7s throttled-only", wait, only)
 	}
 	st, _ := tr.Status("a", clk.Now())
 	if st.State != Throttled || st.ThrottledUntil == nil || !st.ThrottledUntil.Equal(clk.Now().Add(7*time.Second)) {
@@ -312,8 +315,8 @@ func TestLastResort(t *testing.T) {
 	if !ok {
 		t.Fatal("no last resort after the interval")
 	}
-	tok, admitted := tr.Begin(id, true)
-	if !admitted {
+	tok, why := tr.Begin(id, true)
+	if why != "" {
 		t.Fatal("forced probe refused")
 	}
 	tr.Done(tok, Outcome{})
