@@ -1,0 +1,90 @@
+// Package openai is the upstream adapter for OpenAI Chat Completions and the
+// servers compatible with it (OpenRouter, vLLM and the like).
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/provider"
+)
+
+// Adapter speaks Chat Completions. It is stateless: everything about the
+// deployment comes in the Target.
+type Adapter struct{}
+
+var _ provider.Adapter = (*Adapter)(nil)
+
+// New returns the adapter.
+func New() provider.Adapter { return &Adapter{} }
+
+const chatPath = "/v1/chat/completions"
+
+// Complete sends req through the non-streaming API.
+func (*Adapter) Complete(ctx context.Context, t *provider.Target, req *canonical.Request) (*canonical.Response, error) {
+	resp, err := send(ctx, t, req, false)
+	if err != nil {
+		return nil, err
+	}
+	body, err := provider.ReadBody(resp)
+	if err != nil {
+		return nil, err
+	}
+	return decodeResponse(body)
+}
+
+// Stream sends req as a streaming request and returns once a 2xx arrived.
+func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
+	resp, err := send(ctx, t, req, true)
+	if err != nil {
+		return nil, err
+	}
+	// A server that answers a stream request with a JSON body is reporting
+	// an error (compatible servers do this with status 200).
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+		return nil, jsonInsteadOfStream(resp)
+	}
+	return newStream(resp.Body), nil
+}
+
+func send(ctx context.Context, t *provider.Target, req *canonical.Request, stream bool) (*http.Response, error) {
+	body, err := encode(req, t.Model, stream)
+	if err != nil {
+		return nil, provider.Unencodable("the request could not be encoded for this provider", err)
+	}
+	resp, err := provider.Post(ctx, t, t.BaseURL+chatPath, body, func(h http.Header) {
+		if t.APIKey != "" {
+			h.Set("Authorization", "Bearer "+t.APIKey)
+		}
+		if stream {
+			h.Set("Accept", "text/event-stream")
+		} else {
+			h.Set("Accept", "application/json")
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, provider.ErrorAnswer(resp, parseErrorBody)
+	}
+	return resp, nil
+}
+
+func jsonInsteadOfStream(resp *http.Response) error {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
+	if err != nil {
+		return failure.Transport(err, false)
+	}
+	var eb errorBody
+	if err := json.Unmarshal(body, &eb); err != nil || isNull(eb.Error) {
+		return failure.Malformed("JSON body where an event stream was expected", err)
+	}
+	return streamError(eb.Error)
+}

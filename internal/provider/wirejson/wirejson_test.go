@@ -1,0 +1,149 @@
+package wirejson
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+)
+
+func TestValid(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{``, false}, {` `, false}, {`{`, false}, {`{"a"}`, false}, {`{"a":}`, false}, {`{,"a":1}`, false},
+		{`{"a":1,}`, false}, {`[1,]`, false}, {`[,1]`, false}, {`01`, false}, {`1.`, false}, {`.5`, false},
+		{`1e`, false}, {`-`, false}, {`tru`, false}, {`nul`, false}, {`"a`, false}, {"\"\x01\"", false},
+		{`"\x"`, false}, {`"\u12"`, false}, {`{} {}`, false}, {`{"a":1}}`, false}, {`[1] x`, false},
+		{`{}`, true}, {`[]`, true}, {` {"a" : [1, -2.5e+3, true, false, null, "x\"\\\/\b\f\n\r\t\u00e9"]} `, true},
+		{`0`, true}, {`-0.0E-0`, true}, {`"\ud83d\ude00"`, true}, {`"\udc00"`, true},
+		{string(bytes.Repeat([]byte("["), maxDepth+1)) + string(bytes.Repeat([]byte("]"), maxDepth+1)), false},
+		{string(bytes.Repeat([]byte("["), maxDepth)) + string(bytes.Repeat([]byte("]"), maxDepth)), true},
+	}
+	for _, tt := range tests {
+		if got := Valid([]byte(tt.in)); got != tt.want {
+			t.Errorf("Valid(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+type sample struct {
+	ID      string
+	N       int
+	OK      bool
+	Items   []string
+	Raw     string
+	Skipped bool
+}
+
+func decodeSample(data []byte) (sample, error) {
+	var d Decoder
+	d.Reset(data)
+	var s sample
+	d.Object(func(key []byte) {
+		switch string(key) {
+		case "id":
+			s.ID = d.Str()
+		case "n":
+			s.N = d.Int()
+		case "ok":
+			s.OK = d.Bool()
+		case "items":
+			d.Array(func() { s.Items = append(s.Items, d.Str()) })
+		case "raw":
+			s.Raw = string(d.Raw())
+		}
+	})
+	return s, d.End()
+}
+
+func TestDecoder(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    sample
+		wantErr bool
+	}{
+		{in: `{"id":1}`, wantErr: true},
+		{in: `{"n":"1"}`, wantErr: true},
+		{in: `{"n":1.5}`, wantErr: true},
+		{in: `{"n":99999999999999999999999}`, wantErr: true},
+		{in: `{"ok":"true"}`, wantErr: true},
+		{in: `{"items":{}}`, wantErr: true},
+		{in: `{"skip":[1,{"x":[}]}`, wantErr: true},
+		{in: `[]`, wantErr: true},
+		{in: `{"id":"a"`, wantErr: true},
+		{in: `{"id":"a"} x`, wantErr: true},
+		{in: `null`, want: sample{}},
+		{in: `{"id":null,"n":null,"ok":null,"items":null}`, want: sample{}},
+		{in: ` { "id" : "a\u00e9\n" , "n" : -42 , "ok" : true , "items" : [ "x" , null , "z" ] , "skip" : {"deep":[1,2,{"a":"b"}]}, "raw" : {"k": [1, 2]} } `,
+			want: sample{ID: "a\u00e9\n", N: -42, OK: true, Items: []string{"x", "", "z"}, Raw: `{"k": [1, 2]}`}},
+		{in: `{"id":"first","id":"last"}`, want: sample{ID: "last"}},
+	}
+	for _, tt := range tests {
+		got, err := decodeSample([]byte(tt.in))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: err = %v, wantErr %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: got %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, 1, -1, 0.7, 1.5, 2, 1e-7, 1.5e-9, 1e21, 123456789.125, math.SmallestNonzeroFloat64, math.MaxFloat64} {
+		want, _ := json.Marshal(f)
+		if got := AppendFloat(nil, f); string(got) != string(want) {
+			t.Errorf("AppendFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+}
+
+// FuzzDecode checks the decoder against encoding/json: same verdict on
+// validity, same string values.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"a":"b\u00e9\ud83d\ude00\udc00"}`, `"\xff\xfe"`, `[1,-2.5e3,true,null]`, `{"a":{"b":[]}}`, "\"a\u2028b\"", `01`, `{"a":1,}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := Valid(data), json.Valid(data); got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", data, got, want)
+		}
+		var want string
+		if json.Unmarshal(data, &want) == nil {
+			var d Decoder
+			d.Reset(data)
+			got := d.Str()
+			if err := d.End(); err != nil || got != want {
+				t.Fatalf("Str(%q) = %q, %v; encoding/json says %q", data, got, err, want)
+			}
+		}
+	})
+}
+
+// FuzzEncode checks AppendString and AppendCompact against encoding/json.
+func FuzzEncode(f *testing.F) {
+	for _, s := range []string{"plain", "q\"b\\c\n\t\x01\x7f<>&", "\xff\u2028\u2029é😀", ` { "a" : [ 1 , "x y" ] } `} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(AppendString(nil, s)), string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))); got != want {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+		var c bytes.Buffer
+		err := json.Compact(&c, []byte(s))
+		got, ok := AppendCompact(nil, []byte(s))
+		if ok != (err == nil) || (ok && string(got) != c.String()) {
+			t.Fatalf("AppendCompact(%q) = %s %v, want %s %v", s, got, ok, c.String(), err)
+		}
+	})
+}
