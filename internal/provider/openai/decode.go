@@ -1,96 +1,139 @@
 package openai
 
 import (
-	"encoding/json"
-
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
-// chatResponse is the part of a non-streamed answer the gateway uses.
-type chatResponse struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Choices []choice        `json:"choices"`
-	Usage   *usage          `json:"usage"`
-	Error   json.RawMessage `json:"error"`
+// readUsage reads a usage object. prompt_tokens already includes cached
+// tokens, as canonical.Usage wants.
+func readUsage(d *wirejson.Decoder) canonical.Usage {
+	var u canonical.Usage
+	d.Object(func(key []byte) {
+		switch string(key) {
+		case "prompt_tokens":
+			u.InputTokens = d.Int()
+		case "completion_tokens":
+			u.OutputTokens = d.Int()
+		case "prompt_tokens_details":
+			d.Object(func(key []byte) {
+				switch string(key) {
+				case "cached_tokens":
+					u.CachedInputTokens = d.Int()
+				case "cache_write_tokens":
+					u.CacheWriteTokens = d.Int()
+				}
+			})
+		case "completion_tokens_details":
+			d.Object(func(key []byte) {
+				if string(key) == "reasoning_tokens" {
+					u.ReasoningTokens = d.Int()
+				}
+			})
+		}
+	})
+	return u
 }
 
-type choice struct {
-	Index        int         `json:"index"`
-	Message      respMessage `json:"message"`
-	FinishReason string      `json:"finish_reason"`
-}
-
-type respMessage struct {
-	Content   string         `json:"content"`
-	Refusal   string         `json:"refusal"`
-	ToolCalls []chatToolCall `json:"tool_calls"`
-}
-
-type usage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens     int `json:"cached_tokens"`
-		CacheWriteTokens int `json:"cache_write_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
-// canonical maps usage: prompt_tokens already includes cached tokens.
-func (u *usage) canonical() canonical.Usage {
-	return canonical.Usage{
-		InputTokens:       u.PromptTokens,
-		CachedInputTokens: u.PromptTokensDetails.CachedTokens,
-		CacheWriteTokens:  u.PromptTokensDetails.CacheWriteTokens,
-		OutputTokens:      u.CompletionTokens,
-		ReasoningTokens:   u.CompletionTokensDetails.ReasoningTokens,
-	}
-}
-
+// decodeResponse reads a non-streamed chat.completion.
 func decodeResponse(body []byte) (*canonical.Response, error) {
-	var r chatResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	var (
+		d      wirejson.Decoder
+		resp   canonical.Response
+		errRaw []byte
+		found  bool
+	)
+	d.Reset(body)
+	d.Object(func(key []byte) {
+		switch string(key) {
+		case "id":
+			resp.ID = d.Str()
+		case "model":
+			resp.Model = d.Str()
+		case "choices":
+			d.Array(func() {
+				if readChoice(&d, &resp) {
+					found = true
+				}
+			})
+		case "usage":
+			resp.Usage = readUsage(&d)
+		case "error":
+			if !d.IsNull() {
+				errRaw = d.Raw()
+			}
+		}
+	})
+	if err := d.End(); err != nil {
 		return nil, failure.Malformed("chat completion body", err)
 	}
 	// Some compatible servers (OpenRouter) answer 200 with an error object.
-	if !isNull(r.Error) {
-		return nil, streamError(r.Error)
+	if errRaw != nil {
+		return nil, streamError(errRaw)
 	}
-	var c *choice
-	for i := range r.Choices {
-		if r.Choices[i].Index == 0 {
-			c = &r.Choices[i]
-			break
+	if !found {
+		return nil, failure.Malformed("chat completion without choice 0", nil)
+	}
+	return &resp, nil
+}
+
+// readChoice reads one choice into resp when it is choice 0, and reports
+// whether it was.
+func readChoice(d *wirejson.Decoder, resp *canonical.Response) bool {
+	var (
+		index                 int
+		text, refusal, finish string
+		calls                 []canonical.ToolCall
+	)
+	d.Object(func(key []byte) {
+		switch string(key) {
+		case "index":
+			index = d.Int()
+		case "finish_reason":
+			finish = d.Str()
+		case "message":
+			d.Object(func(key []byte) {
+				switch string(key) {
+				case "content":
+					text = d.Str()
+				case "refusal":
+					refusal = d.Str()
+				case "tool_calls":
+					d.Array(func() { calls = append(calls, readToolCall(d)) })
+				}
+			})
 		}
+	})
+	if index != 0 || d.Err() != nil {
+		return false
 	}
-	if c == nil {
-		return nil, failure.Malformed("chat completion without choices", nil)
-	}
-	resp := &canonical.Response{
-		ID:      r.ID,
-		Model:   r.Model,
-		Text:    c.Message.Content,
-		Refusal: c.Message.Refusal,
-		Stop:    stopReason(c.FinishReason, c.Message.Refusal != ""),
-	}
-	if n := len(c.Message.ToolCalls); n > 0 {
-		resp.ToolCalls = make([]canonical.ToolCall, n)
-		for i, tc := range c.Message.ToolCalls {
-			args := tc.Function.Arguments
-			if args == "" {
-				args = "{}"
-			}
-			resp.ToolCalls[i] = canonical.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args}
+	resp.Text, resp.Refusal, resp.ToolCalls = text, refusal, calls
+	resp.Stop = stopReason(finish, refusal != "")
+	return true
+}
+
+func readToolCall(d *wirejson.Decoder) canonical.ToolCall {
+	var tc canonical.ToolCall
+	d.Object(func(key []byte) {
+		switch string(key) {
+		case "id":
+			tc.ID = d.Str()
+		case "function":
+			d.Object(func(key []byte) {
+				switch string(key) {
+				case "name":
+					tc.Name = d.Str()
+				case "arguments":
+					tc.Arguments = d.Str()
+				}
+			})
 		}
+	})
+	if tc.Arguments == "" {
+		tc.Arguments = "{}"
 	}
-	if r.Usage != nil {
-		resp.Usage = r.Usage.canonical()
-	}
-	return resp, nil
+	return tc
 }
 
 // stopReason maps finish_reason. A refusal arrives with "stop"; it is the

@@ -1,227 +1,232 @@
 package openai
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
+	"strconv"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
-
-// chatRequest is the Chat Completions request body. Field order follows the
-// wire examples so encoded bodies read naturally in golden files.
-type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	TopP                *float64        `json:"top_p,omitempty"`
-	Stop                []string        `json:"stop,omitempty"`
-	Tools               []chatTool      `json:"tools,omitempty"`
-	ToolChoice          any             `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
-	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
-	Stream              bool            `json:"stream,omitempty"`
-	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type chatMessage struct {
-	Role string `json:"role"`
-	// Content is a string, a []contentPart, or nil (an assistant turn that
-	// only calls tools).
-	Content    any            `json:"content,omitempty"`
-	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-type textPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type imagePart struct {
-	Type     string   `json:"type"`
-	ImageURL imageURL `json:"image_url"`
-}
-
-type imageURL struct {
-	URL string `json:"url"`
-}
-
-type chatToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function functionCall `json:"function"`
-}
-
-type functionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type chatTool struct {
-	Type     string      `json:"type"`
-	Function functionDef `json:"function"`
-}
-
-type functionDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      bool            `json:"strict,omitempty"`
-}
-
-type namedToolChoice struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
-}
-
-type responseFormat struct {
-	Type       string      `json:"type"`
-	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
-}
-
-type jsonSchema struct {
-	Name   string          `json:"name"`
-	Schema json.RawMessage `json:"schema,omitempty"`
-	Strict bool            `json:"strict,omitempty"`
-}
 
 // defaultSchemaName fills json_schema.name, which OpenAI requires but
 // dialects without the concept (Anthropic callers) leave empty.
 const defaultSchemaName = "response"
 
-// encode writes req as a Chat Completions body for model. Streaming always
-// asks for the usage chunk: the gateway bills from it whatever the caller
-// asked.
+// encode writes req as a Chat Completions body for model, appending by hand
+// rather than through reflection: this runs for every attempt. Streaming
+// always asks for the usage chunk: the gateway bills from it whatever the
+// caller asked.
 func encode(req *canonical.Request, model string, stream bool) ([]byte, error) {
-	body := chatRequest{
-		Model:               model,
-		Messages:            encodeMessages(req),
-		MaxCompletionTokens: req.MaxTokens,
-		Temperature:         req.Temperature,
-		TopP:                req.TopP,
-		Stop:                req.Stop,
+	b := make([]byte, 0, 512+req.InputBytes()*9/8)
+	b = append(b, '{')
+	b = wirejson.Key(b, "model")
+	b = wirejson.AppendString(b, model)
+	b = wirejson.Key(b, "messages")
+	b = append(b, '[')
+	if req.System != "" {
+		b = wirejson.Sep(b)
+		b = append(b, `{"role":"system","content":`...)
+		b = wirejson.AppendString(b, req.System)
+		b = append(b, '}')
+	}
+	for i := range req.Messages {
+		b = wirejson.Sep(b)
+		b = appendMessage(b, &req.Messages[i])
+	}
+	b = append(b, ']')
+	if req.MaxTokens > 0 {
+		b = wirejson.Key(b, "max_completion_tokens")
+		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+	}
+	var err error
+	if b, err = appendFloat(b, "temperature", req.Temperature); err != nil {
+		return nil, err
+	}
+	if b, err = appendFloat(b, "top_p", req.TopP); err != nil {
+		return nil, err
+	}
+	if len(req.Stop) > 0 {
+		b = wirejson.Key(b, "stop")
+		b = append(b, '[')
+		for _, s := range req.Stop {
+			b = wirejson.AppendString(wirejson.Sep(b), s)
+		}
+		b = append(b, ']')
 	}
 	// tool_choice and parallel_tool_calls are rejected without tools, and
 	// mean nothing then.
 	if len(req.Tools) > 0 {
-		body.Tools = make([]chatTool, len(req.Tools))
-		for i, t := range req.Tools {
-			body.Tools[i] = chatTool{Type: "function", Function: functionDef{
-				Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict,
-			}}
+		if b, err = appendTools(b, req.Tools); err != nil {
+			return nil, err
 		}
-		body.ToolChoice = encodeToolChoice(req.ToolChoice)
-		body.ParallelToolCalls = req.ParallelToolCalls
+		b = appendToolChoice(b, req.ToolChoice)
+		if p := req.ParallelToolCalls; p != nil {
+			b = wirejson.Key(b, "parallel_tool_calls")
+			b = strconv.AppendBool(b, *p)
+		}
 	}
 	if f := req.ResponseFormat; f != nil {
-		body.ResponseFormat = &responseFormat{Type: string(f.Type)}
-		if f.Type == canonical.FormatJSONSchema {
-			name := f.Name
-			if name == "" {
-				name = defaultSchemaName
-			}
-			body.ResponseFormat.JSONSchema = &jsonSchema{Name: name, Schema: f.Schema, Strict: f.Strict}
+		if b, err = appendResponseFormat(b, f); err != nil {
+			return nil, err
 		}
 	}
 	if stream {
-		body.Stream = true
-		body.StreamOptions = &streamOptions{IncludeUsage: true}
+		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
 	}
-	var buf bytes.Buffer
-	buf.Grow(256 + req.InputBytes()*11/10)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&body); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return append(b, '}'), nil
 }
 
-func encodeMessages(req *canonical.Request) []chatMessage {
-	n := len(req.Messages)
-	if req.System != "" {
-		n++
-	}
-	out := make([]chatMessage, 0, n)
-	if req.System != "" {
-		out = append(out, chatMessage{Role: "system", Content: req.System})
-	}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		switch m.Role {
-		case canonical.RoleTool:
-			// Tool messages take text only; content is required.
-			out = append(out, chatMessage{Role: "tool", Content: m.Text(), ToolCallID: m.ToolCallID})
-		case canonical.RoleAssistant:
-			cm := chatMessage{Role: "assistant", Content: encodeContent(m.Content)}
-			if len(m.ToolCalls) > 0 {
-				cm.ToolCalls = make([]chatToolCall, len(m.ToolCalls))
-				for j, tc := range m.ToolCalls {
-					args := tc.Arguments
-					if args == "" {
-						args = "{}"
-					}
-					cm.ToolCalls[j] = chatToolCall{ID: tc.ID, Type: "function", Function: functionCall{Name: tc.Name, Arguments: args}}
-				}
-				if len(m.Content) == 0 {
-					cm.Content = nil // content may be absent when the turn only calls tools
-				}
-			}
-			out = append(out, cm)
-		default:
-			out = append(out, chatMessage{Role: string(m.Role), Content: encodeContent(m.Content)})
+func appendMessage(b []byte, m *canonical.Message) []byte {
+	switch m.Role {
+	case canonical.RoleTool:
+		// Tool messages take text only; content is required.
+		b = append(b, `{"role":"tool","content":`...)
+		b = wirejson.AppendString(b, m.Text())
+		b = append(b, `,"tool_call_id":`...)
+		b = wirejson.AppendString(b, m.ToolCallID)
+		return append(b, '}')
+	case canonical.RoleAssistant:
+		b = append(b, `{"role":"assistant"`...)
+		// content may be absent when the turn only calls tools.
+		if len(m.Content) > 0 || len(m.ToolCalls) == 0 {
+			b = wirejson.Key(b, "content")
+			b = appendContent(b, m.Content)
 		}
+		if len(m.ToolCalls) > 0 {
+			b = wirejson.Key(b, "tool_calls")
+			b = append(b, '[')
+			for _, tc := range m.ToolCalls {
+				args := tc.Arguments
+				if args == "" {
+					args = "{}"
+				}
+				b = wirejson.Sep(b)
+				b = append(b, `{"id":`...)
+				b = wirejson.AppendString(b, tc.ID)
+				b = append(b, `,"type":"function","function":{"name":`...)
+				b = wirejson.AppendString(b, tc.Name)
+				b = append(b, `,"arguments":`...)
+				b = wirejson.AppendString(b, args)
+				b = append(b, "}}"...)
+			}
+			b = append(b, ']')
+		}
+		return append(b, '}')
 	}
-	return out
+	b = append(b, `{"role":`...)
+	b = wirejson.AppendString(b, string(m.Role))
+	b = wirejson.Key(b, "content")
+	b = appendContent(b, m.Content)
+	return append(b, '}')
 }
 
-// encodeContent is a plain string for one text part (the common case and
-// what every compatible server accepts), parts otherwise.
-func encodeContent(parts []canonical.Part) any {
+// appendContent writes a plain string for one text part (the common case,
+// and what every compatible server accepts), parts otherwise.
+func appendContent(b []byte, parts []canonical.Part) []byte {
 	switch {
 	case len(parts) == 0:
-		return ""
+		return append(b, `""`...)
 	case len(parts) == 1 && parts[0].Type == canonical.PartText:
-		return parts[0].Text
+		return wirejson.AppendString(b, parts[0].Text)
 	}
-	out := make([]any, len(parts))
-	for i, p := range parts {
+	b = append(b, '[')
+	for _, p := range parts {
+		b = wirejson.Sep(b)
 		if p.Type == canonical.PartImage {
-			url := p.ImageURL
-			if url == "" {
-				url = "data:" + p.MediaType + ";base64," + p.Data
+			b = append(b, `{"type":"image_url","image_url":{"url":`...)
+			if p.ImageURL != "" {
+				b = wirejson.AppendString(b, p.ImageURL)
+			} else {
+				b = wirejson.AppendString(b, "data:"+p.MediaType+";base64,"+p.Data)
 			}
-			out[i] = imagePart{Type: "image_url", ImageURL: imageURL{URL: url}}
+			b = append(b, "}}"...)
 			continue
 		}
-		out[i] = textPart{Type: "text", Text: p.Text}
+		b = append(b, `{"type":"text","text":`...)
+		b = wirejson.AppendString(b, p.Text)
+		b = append(b, '}')
 	}
-	return out
+	return append(b, ']')
 }
 
-func encodeToolChoice(tc *canonical.ToolChoice) any {
+func appendTools(b []byte, tools []canonical.Tool) ([]byte, error) {
+	b = wirejson.Key(b, "tools")
+	b = append(b, '[')
+	for _, t := range tools {
+		b = wirejson.Sep(b)
+		b = append(b, `{"type":"function","function":{"name":`...)
+		b = wirejson.AppendString(b, t.Name)
+		if t.Description != "" {
+			b = wirejson.Key(b, "description")
+			b = wirejson.AppendString(b, t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			var ok bool
+			if b, ok = wirejson.AppendCompact(wirejson.Key(b, "parameters"), t.Parameters); !ok {
+				return nil, errors.New("tool " + strconv.Quote(t.Name) + ": parameters are not valid JSON")
+			}
+		}
+		if t.Strict {
+			b = append(b, `,"strict":true`...)
+		}
+		b = append(b, "}}"...)
+	}
+	return append(b, ']'), nil
+}
+
+func appendToolChoice(b []byte, tc *canonical.ToolChoice) []byte {
 	if tc == nil {
-		return nil
+		return b
 	}
 	switch tc.Mode {
 	case canonical.ToolChoiceTool:
-		var c namedToolChoice
-		c.Type = "function"
-		c.Function.Name = tc.Name
-		return c
+		b = append(b, `,"tool_choice":{"type":"function","function":{"name":`...)
+		b = wirejson.AppendString(b, tc.Name)
+		return append(b, "}}"...)
 	case canonical.ToolChoiceRequired:
-		return "required"
+		return append(b, `,"tool_choice":"required"`...)
 	case canonical.ToolChoiceNone:
-		return "none"
+		return append(b, `,"tool_choice":"none"`...)
 	case canonical.ToolChoiceAuto:
-		return "auto"
+		return append(b, `,"tool_choice":"auto"`...)
 	}
-	return nil
+	return b
+}
+
+func appendResponseFormat(b []byte, f *canonical.ResponseFormat) ([]byte, error) {
+	switch f.Type {
+	case canonical.FormatText:
+		return append(b, `,"response_format":{"type":"text"}`...), nil
+	case canonical.FormatJSONObject:
+		return append(b, `,"response_format":{"type":"json_object"}`...), nil
+	case canonical.FormatJSONSchema:
+	default:
+		return nil, errors.New("unknown response format " + strconv.Quote(string(f.Type)))
+	}
+	name := f.Name
+	if name == "" {
+		name = defaultSchemaName
+	}
+	b = append(b, `,"response_format":{"type":"json_schema","json_schema":{"name":`...)
+	b = wirejson.AppendString(b, name)
+	if len(f.Schema) > 0 {
+		var ok bool
+		if b, ok = wirejson.AppendCompact(wirejson.Key(b, "schema"), f.Schema); !ok {
+			return nil, errors.New("response format schema is not valid JSON")
+		}
+	}
+	if f.Strict {
+		b = append(b, `,"strict":true`...)
+	}
+	return append(b, "}}"...), nil
+}
+
+func appendFloat(b []byte, key string, f *float64) ([]byte, error) {
+	if f == nil {
+		return b, nil
+	}
+	if !wirejson.Finite(*f) {
+		return nil, errors.New(key + " is not a finite number")
+	}
+	return wirejson.AppendFloat(wirejson.Key(b, key), *f), nil
 }

@@ -191,6 +191,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	if err := json.Indent(&pretty, got, "", "  "); err != nil {
 		t.Fatalf("encoded body is not JSON: %v\n%s", err, got)
 	}
+	pretty.WriteByte('\n')
 	if *update {
 		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
@@ -200,7 +201,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	if err != nil {
 		t.Fatalf("%v (run with -update to create)", err)
 	}
-	if !bytes.Equal(pretty.Bytes(), want) {
+	if !bytes.Equal(bytes.TrimSpace(pretty.Bytes()), bytes.TrimSpace(want)) {
 		t.Errorf("%s mismatch:\n got: %s\nwant: %s", path, pretty.Bytes(), want)
 	}
 }

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"sync"
@@ -11,43 +10,26 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 	"github.com/spillway-gw/spillway/internal/sse"
 )
 
-// chunk is the part of a chat.completion.chunk the gateway uses. id and
-// model are read from the first chunk only (headChunk), sparing two string
-// allocations on every later event.
-type chunk struct {
-	Choices []chunkChoice   `json:"choices"`
-	Usage   *usage          `json:"usage"`
-	Error   json.RawMessage `json:"error"`
+// toolFrag is one tool_calls entry of a chunk's delta.
+type toolFrag struct {
+	index    int
+	id, name string
+	args     string
 }
 
-type headChunk struct {
-	ID    string `json:"id"`
-	Model string `json:"model"`
-	chunk
-}
-
-type chunkChoice struct {
-	Index        int    `json:"index"`
-	Delta        delta  `json:"delta"`
-	FinishReason string `json:"finish_reason"`
-}
-
-type delta struct {
-	Content   string          `json:"content"`
-	Refusal   string          `json:"refusal"`
-	ToolCalls []toolCallDelta `json:"tool_calls"`
-}
-
-type toolCallDelta struct {
-	Index    int    `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+// chunkState is what one chat.completion.chunk carries for choice 0. It is
+// filled whole before any event is queued, since members may come in any
+// order (an "error" after "choices", an "index" after "delta").
+type chunkState struct {
+	content, refusal, finish string
+	tools                    []toolFrag
+	usage                    canonical.Usage
+	hasUsage                 bool
+	errRaw                   []byte
 }
 
 var doneMarker = []byte("[DONE]")
@@ -64,7 +46,11 @@ type stream struct {
 	qhead int
 	err   error // sticky: io.EOF after [DONE], or the failure
 
-	head    headChunk
+	dec     wirejson.Decoder
+	cur     chunkState
+	choice0 chunkState // scratch for one choice before its index is known
+	id      string     // the provider's response id and model, from the
+	model   string     // first chunk
 	started bool
 	stopped bool
 	refused bool
@@ -126,71 +112,131 @@ func (s *stream) read() error {
 	if bytes.HasPrefix(data, doneMarker) {
 		return io.EOF
 	}
-	c := s.decode(data)
-	if c == nil {
-		return failure.Malformed("chat completion chunk", errors.New("invalid JSON"))
+	if err := s.decode(data); err != nil {
+		return failure.Malformed("chat completion chunk", err)
 	}
-	if !isNull(c.Error) {
-		return streamError(c.Error)
+	c := &s.cur
+	if c.errRaw != nil {
+		return streamError(c.errRaw)
 	}
 	if !s.started {
 		s.started = true
-		s.push(canonical.Event{Kind: canonical.EventStart, ID: s.head.ID, Name: s.head.Model})
+		s.push(canonical.Event{Kind: canonical.EventStart, ID: s.id, Name: s.model})
 	}
-	for i := range c.Choices {
-		if ch := &c.Choices[i]; ch.Index == 0 { // n is never above 1
-			s.choice(ch)
+	if c.content != "" {
+		s.push(canonical.Event{Kind: canonical.EventTextDelta, Text: c.content})
+	}
+	if c.refusal != "" {
+		s.refused = true
+		s.push(canonical.Event{Kind: canonical.EventRefusalDelta, Text: c.refusal})
+	}
+	for i := range c.tools {
+		tc := &c.tools[i]
+		ord, fresh := s.toolOrdinal(tc.index)
+		// The first chunk of a call carries id and name, and may already
+		// carry an arguments fragment.
+		if fresh {
+			s.push(canonical.Event{Kind: canonical.EventToolCallStart, Index: ord, ID: tc.id, Name: tc.name})
+		}
+		if tc.args != "" {
+			s.push(canonical.Event{Kind: canonical.EventToolCallDelta, Index: ord, Text: tc.args})
 		}
 	}
-	if c.Usage != nil {
-		s.push(canonical.Event{Kind: canonical.EventUsage, Usage: c.Usage.canonical()})
+	if c.finish != "" && !s.stopped {
+		s.stopped = true
+		s.push(canonical.Event{Kind: canonical.EventStop, Stop: stopReason(c.finish, s.refused)})
+	}
+	if c.hasUsage {
+		s.push(canonical.Event{Kind: canonical.EventUsage, Usage: c.usage})
 	}
 	return nil
 }
 
-// decode parses one chunk into the stream's reused struct; nil on bad JSON.
-func (s *stream) decode(data []byte) *chunk {
-	// encoding/json does not zero reused slice elements: clear them.
-	ch := s.head.Choices[:cap(s.head.Choices)]
-	clear(ch)
-	s.head.chunk = chunk{Choices: ch[:0]}
-	var err error
-	if s.started {
-		err = json.Unmarshal(data, &s.head.chunk)
-	} else {
-		err = json.Unmarshal(data, &s.head)
-	}
-	if err != nil {
-		return nil
-	}
-	return &s.head.chunk
+// decode parses one chunk into s.cur, reading only the members used.
+func (s *stream) decode(data []byte) error {
+	d := &s.dec
+	d.Reset(data)
+	c := &s.cur
+	*c = chunkState{tools: c.tools[:0]}
+	d.Object(func(key []byte) {
+		switch string(key) {
+		case "id":
+			if !s.started {
+				s.id = d.Str()
+			}
+		case "model":
+			if !s.started {
+				s.model = d.Str()
+			}
+		case "choices":
+			d.Array(func() { s.decodeChoice(c) })
+		case "usage":
+			if !d.IsNull() {
+				c.usage, c.hasUsage = readUsage(d), true
+			}
+		case "error":
+			// "error": null is tolerated; openai-go would call it an error,
+			// but no server sends it on purpose.
+			if !d.IsNull() {
+				c.errRaw = d.Raw()
+			}
+		}
+	})
+	return d.End()
 }
 
-func (s *stream) choice(ch *chunkChoice) {
-	d := &ch.Delta
-	if d.Content != "" {
-		s.push(canonical.Event{Kind: canonical.EventTextDelta, Text: d.Content})
-	}
-	if d.Refusal != "" {
-		s.refused = true
-		s.push(canonical.Event{Kind: canonical.EventRefusalDelta, Text: d.Refusal})
-	}
-	for i := range d.ToolCalls {
-		tc := &d.ToolCalls[i]
-		ord, fresh := s.toolOrdinal(tc.Index)
-		// The first chunk of a call carries id and name, and may already
-		// carry an arguments fragment.
-		if fresh {
-			s.push(canonical.Event{Kind: canonical.EventToolCallStart, Index: ord, ID: tc.ID, Name: tc.Function.Name})
+// decodeChoice reads one choice, keeping it only if it is choice 0 (the
+// gateway never asks for n > 1).
+func (s *stream) decodeChoice(c *chunkState) {
+	d := &s.dec
+	ch := &s.choice0
+	*ch = chunkState{tools: ch.tools[:0]}
+	index := 0
+	d.Object(func(key []byte) {
+		switch string(key) {
+		case "index":
+			index = d.Int()
+		case "finish_reason":
+			ch.finish = d.Str()
+		case "delta":
+			d.Object(func(key []byte) {
+				switch string(key) {
+				case "content":
+					ch.content = d.Str()
+				case "refusal":
+					ch.refusal = d.Str()
+				case "tool_calls":
+					d.Array(func() { ch.tools = append(ch.tools, readToolFrag(d)) })
+				}
+			})
 		}
-		if tc.Function.Arguments != "" {
-			s.push(canonical.Event{Kind: canonical.EventToolCallDelta, Index: ord, Text: tc.Function.Arguments})
+	})
+	if index == 0 {
+		c.content, c.refusal, c.finish = ch.content, ch.refusal, ch.finish
+		c.tools = append(c.tools, ch.tools...)
+	}
+}
+
+func readToolFrag(d *wirejson.Decoder) toolFrag {
+	var f toolFrag
+	d.Object(func(key []byte) {
+		switch string(key) {
+		case "index":
+			f.index = d.Int()
+		case "id":
+			f.id = d.Str()
+		case "function":
+			d.Object(func(key []byte) {
+				switch string(key) {
+				case "name":
+					f.name = d.Str()
+				case "arguments":
+					f.args = d.Str()
+				}
+			})
 		}
-	}
-	if ch.FinishReason != "" && !s.stopped {
-		s.stopped = true
-		s.push(canonical.Event{Kind: canonical.EventStop, Stop: stopReason(ch.FinishReason, s.refused)})
-	}
+	})
+	return f
 }
 
 // toolOrdinal maps a provider index to the call's ordinal, registering it on
