@@ -2,16 +2,12 @@ package openai
 
 import (
 	"bytes"
-	"errors"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/provider/wirejson"
-	"github.com/spillway-gw/spillway/internal/sse"
 )
 
 // toolFrag is one tool_calls entry of a chunk's delta.
@@ -32,20 +28,8 @@ type chunkState struct {
 	errRaw                   []byte
 }
 
-var doneMarker = []byte("[DONE]")
-
-// stream reads a Chat Completions event stream. One SSE event may yield
-// several canonical events; they wait in queue.
-type stream struct {
-	mu     sync.Mutex // serialises Next with Close's release of rd
-	closed atomic.Bool
-	body   io.ReadCloser
-	rd     *sse.Reader
-
-	queue []canonical.Event
-	qhead int
-	err   error // sticky: io.EOF after [DONE], or the failure
-
+// decoder turns Chat Completions chunks into canonical events.
+type decoder struct {
 	dec     wirejson.Decoder
 	cur     chunkState
 	choice0 chunkState // scratch for one choice before its index is known
@@ -59,57 +43,17 @@ type stream struct {
 	tools []int
 }
 
-func newStream(body io.ReadCloser) *stream {
-	return &stream{body: body, rd: sse.NewReader(body), queue: make([]canonical.Event, 0, 4)}
+func newStream(body io.ReadCloser) *provider.SSEStream {
+	return provider.NewSSEStream(body, &decoder{}, "data: [DONE]")
 }
 
-// Next returns the next event, io.EOF after [DONE], or a *failure.Error.
-func (s *stream) Next() (canonical.Event, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for {
-		if s.qhead < len(s.queue) {
-			ev := s.queue[s.qhead]
-			s.queue[s.qhead] = canonical.Event{} // drop references early
-			s.qhead++
-			return ev, nil
-		}
-		if s.err != nil {
-			return canonical.Event{}, s.err
-		}
-		if s.closed.Load() {
-			return canonical.Event{}, failure.Transport(provider.ErrStreamClosed, false)
-		}
-		s.queue, s.qhead = s.queue[:0], 0
-		s.err = s.read()
-	}
-}
-
-// Close closes the body (unblocking a Next in progress) and then returns
-// the reader's buffer to its pool. It is idempotent.
-func (s *stream) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
-	err := s.body.Close()
-	s.mu.Lock()
-	s.rd.Release()
-	s.mu.Unlock()
-	return err
-}
-
-// read consumes one SSE event, queueing what it yields. It returns io.EOF
-// at [DONE] and a *failure.Error when the stream broke.
-func (s *stream) read() error {
-	ev, err := s.rd.Next()
-	if err != nil {
-		return readError(err)
-	}
-	data := bytes.TrimSpace(ev.Data)
+// Decode handles one event. Chat Completions streams have no event names.
+func (s *decoder) Decode(_, data []byte, q *provider.Queue) error {
+	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil // keep-alive
 	}
-	if bytes.HasPrefix(data, doneMarker) {
+	if len(data) >= 6 && string(data[:6]) == "[DONE]" { // as openai-go: a prefix match
 		return io.EOF
 	}
 	if err := s.decode(data); err != nil {
@@ -121,14 +65,14 @@ func (s *stream) read() error {
 	}
 	if !s.started {
 		s.started = true
-		s.push(canonical.Event{Kind: canonical.EventStart, ID: s.id, Name: s.model})
+		q.Push(canonical.Event{Kind: canonical.EventStart, ID: s.id, Name: s.model})
 	}
 	if c.content != "" {
-		s.push(canonical.Event{Kind: canonical.EventTextDelta, Text: c.content})
+		q.Push(canonical.Event{Kind: canonical.EventTextDelta, Text: c.content})
 	}
 	if c.refusal != "" {
 		s.refused = true
-		s.push(canonical.Event{Kind: canonical.EventRefusalDelta, Text: c.refusal})
+		q.Push(canonical.Event{Kind: canonical.EventRefusalDelta, Text: c.refusal})
 	}
 	for i := range c.tools {
 		tc := &c.tools[i]
@@ -136,24 +80,24 @@ func (s *stream) read() error {
 		// The first chunk of a call carries id and name, and may already
 		// carry an arguments fragment.
 		if fresh {
-			s.push(canonical.Event{Kind: canonical.EventToolCallStart, Index: ord, ID: tc.id, Name: tc.name})
+			q.Push(canonical.Event{Kind: canonical.EventToolCallStart, Index: ord, ID: tc.id, Name: tc.name})
 		}
 		if tc.args != "" {
-			s.push(canonical.Event{Kind: canonical.EventToolCallDelta, Index: ord, Text: tc.args})
+			q.Push(canonical.Event{Kind: canonical.EventToolCallDelta, Index: ord, Text: tc.args})
 		}
 	}
 	if c.finish != "" && !s.stopped {
 		s.stopped = true
-		s.push(canonical.Event{Kind: canonical.EventStop, Stop: stopReason(c.finish, s.refused)})
+		q.Push(canonical.Event{Kind: canonical.EventStop, Stop: stopReason(c.finish, s.refused)})
 	}
 	if c.hasUsage {
-		s.push(canonical.Event{Kind: canonical.EventUsage, Usage: c.usage})
+		q.Push(canonical.Event{Kind: canonical.EventUsage, Usage: c.usage})
 	}
 	return nil
 }
 
 // decode parses one chunk into s.cur, reading only the members used.
-func (s *stream) decode(data []byte) error {
+func (s *decoder) decode(data []byte) error {
 	d := &s.dec
 	d.Reset(data)
 	c := &s.cur
@@ -187,7 +131,7 @@ func (s *stream) decode(data []byte) error {
 
 // decodeChoice reads one choice, keeping it only if it is choice 0 (the
 // gateway never asks for n > 1).
-func (s *stream) decodeChoice(c *chunkState) {
+func (s *decoder) decodeChoice(c *chunkState) {
 	d := &s.dec
 	ch := &s.choice0
 	*ch = chunkState{tools: ch.tools[:0]}
@@ -241,7 +185,7 @@ func readToolFrag(d *wirejson.Decoder) toolFrag {
 
 // toolOrdinal maps a provider index to the call's ordinal, registering it on
 // first sight. Calls are few, so a linear scan beats a map.
-func (s *stream) toolOrdinal(index int) (ord int, fresh bool) {
+func (s *decoder) toolOrdinal(index int) (ord int, fresh bool) {
 	for i, idx := range s.tools {
 		if idx == index {
 			return i, false
@@ -249,18 +193,4 @@ func (s *stream) toolOrdinal(index int) (ord int, fresh bool) {
 	}
 	s.tools = append(s.tools, index)
 	return len(s.tools) - 1, true
-}
-
-func (s *stream) push(ev canonical.Event) { s.queue = append(s.queue, ev) }
-
-// readError classifies an SSE read failure: the body ending before the
-// terminal event is a truncation, anything else a broken transport.
-func readError(err error) error {
-	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return failure.Truncated("body ended before data: [DONE]")
-	case errors.Is(err, sse.ErrEventTooLarge):
-		return failure.Malformed("event too large", err)
-	}
-	return failure.Transport(err, false)
 }
