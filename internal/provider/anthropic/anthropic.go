@@ -1,0 +1,114 @@
+// Package anthropic is the upstream adapter for the Anthropic Messages API.
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/provider"
+)
+
+// Adapter speaks Messages. It is stateless: everything about the deployment
+// comes in the Target.
+type Adapter struct{}
+
+var (
+	_ provider.Adapter = (*Adapter)(nil)
+	_ provider.Checker = (*Adapter)(nil)
+)
+
+// New returns the adapter.
+func New() provider.Adapter { return &Adapter{} }
+
+const (
+	messagesPath = "/v1/messages"
+	// apiVersion is the only version the Messages API has had.
+	apiVersion = "2023-06-01"
+	// defaultMaxTokens fills the required max_tokens when neither the
+	// request nor the deployment sets a ceiling.
+	defaultMaxTokens = 4096
+)
+
+// Check reports why req cannot be sent faithfully to Anthropic, so the rung
+// is skipped instead of a feature being dropped.
+func (*Adapter) Check(req *canonical.Request) error {
+	if reason := unsupported(req); reason != "" {
+		return errors.New(reason)
+	}
+	return nil
+}
+
+// Complete sends req through the non-streaming API.
+func (*Adapter) Complete(ctx context.Context, t *provider.Target, req *canonical.Request) (*canonical.Response, error) {
+	resp, err := send(ctx, t, req, false)
+	if err != nil {
+		return nil, err
+	}
+	body, err := provider.ReadBody(resp)
+	if err != nil {
+		return nil, err
+	}
+	return decodeResponse(body)
+}
+
+// Stream sends req as a streaming request and returns once a 2xx arrived.
+func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
+	resp, err := send(ctx, t, req, true)
+	if err != nil {
+		return nil, err
+	}
+	// A JSON body where events were asked for is an error answer.
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+		return nil, jsonInsteadOfStream(resp)
+	}
+	return newStream(resp.Body), nil
+}
+
+func send(ctx context.Context, t *provider.Target, req *canonical.Request, stream bool) (*http.Response, error) {
+	// The engine should have called Check; refusing here keeps a skipped
+	// check from turning into a silently degraded request.
+	if reason := unsupported(req); reason != "" {
+		return nil, provider.Unencodable(reason, nil)
+	}
+	body, err := encode(req, t, stream)
+	if err != nil {
+		return nil, provider.Unencodable("the request could not be encoded for this provider", err)
+	}
+	resp, err := provider.Post(ctx, t, t.BaseURL+messagesPath, body, func(h http.Header) {
+		if t.APIKey != "" {
+			h.Set("X-Api-Key", t.APIKey)
+		}
+		h.Set("Anthropic-Version", apiVersion)
+		if stream {
+			h.Set("Accept", "text/event-stream")
+		} else {
+			h.Set("Accept", "application/json")
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, provider.ErrorAnswer(resp, parseErrorBody)
+	}
+	return resp, nil
+}
+
+func jsonInsteadOfStream(resp *http.Response) error {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
+	if err != nil {
+		return failure.Transport(err, false)
+	}
+	var a failure.Answer
+	if !parseError(body, &a) {
+		return failure.Malformed("JSON body where an event stream was expected", nil)
+	}
+	a.Status = statusOf(a.Type)
+	return failure.Classify(a)
+}

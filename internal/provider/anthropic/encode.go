@@ -1,0 +1,300 @@
+package anthropic
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/provider/wirejson"
+)
+
+// unsupported names the first canonical feature Messages cannot express,
+// "" when req can be sent as is.
+func unsupported(req *canonical.Request) string {
+	if f := req.ResponseFormat; f != nil && f.Type != canonical.FormatText {
+		// Messages has no JSON mode; dropping the format would silently
+		// change what the caller gets back.
+		return "Anthropic Messages has no structured output mode (response_format " + string(f.Type) + ")"
+	}
+	if t := req.Temperature; t != nil && (*t < 0 || *t > 1) {
+		return "Anthropic accepts temperature only from 0 to 1"
+	}
+	for i := range req.Messages {
+		for _, tc := range req.Messages[i].ToolCalls {
+			if !isObject(tc.Arguments) {
+				return "tool call " + strconv.Quote(tc.ID) + " has arguments that are not a JSON object; Anthropic needs tool input as an object"
+			}
+		}
+	}
+	return ""
+}
+
+// isObject reports whether args is a JSON object ("" counts as {}).
+func isObject(args string) bool {
+	s := strings.TrimLeft(args, " \t\r\n")
+	if s == "" {
+		return true
+	}
+	return s[0] == '{' && wirejson.Valid([]byte(s))
+}
+
+// encode writes req as a Messages body, appending by hand (this runs for
+// every attempt). unsupported(req) must be "".
+func encode(req *canonical.Request, t *provider.Target, stream bool) ([]byte, error) {
+	b := make([]byte, 0, 512+req.InputBytes()*9/8)
+	b = append(b, '{')
+	b = wirejson.Key(b, "model")
+	b = wirejson.AppendString(b, t.Model)
+	// max_tokens is required: the request's ceiling, else the deployment's
+	// output cap, else a default.
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = t.MaxOutputTokens
+	}
+	if maxTokens <= 0 {
+		maxTokens = defaultMaxTokens
+	}
+	b = wirejson.Key(b, "max_tokens")
+	b = strconv.AppendInt(b, int64(maxTokens), 10)
+	if req.System != "" {
+		b = wirejson.Key(b, "system")
+		b = wirejson.AppendString(b, req.System)
+	}
+	b = wirejson.Key(b, "messages")
+	var err error
+	if b, err = appendMessages(b, req.Messages); err != nil {
+		return nil, err
+	}
+	if len(req.Stop) > 0 {
+		b = wirejson.Key(b, "stop_sequences")
+		b = append(b, '[')
+		for _, s := range req.Stop {
+			b = wirejson.AppendString(wirejson.Sep(b), s)
+		}
+		b = append(b, ']')
+	}
+	if b, err = appendFloat(b, "temperature", req.Temperature); err != nil {
+		return nil, err
+	}
+	if b, err = appendFloat(b, "top_p", req.TopP); err != nil {
+		return nil, err
+	}
+	// tool_choice means nothing without tools, and is refused then.
+	if len(req.Tools) > 0 {
+		if b, err = appendTools(b, req.Tools); err != nil {
+			return nil, err
+		}
+		b = appendToolChoice(b, req.ToolChoice, req.ParallelToolCalls)
+	}
+	if stream {
+		b = append(b, `,"stream":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendMessages writes the turns. Messages has only user and assistant
+// roles: tool results travel as tool_result blocks in a user turn, and
+// adjacent turns of one role merge into one (consecutive tool results
+// become one user turn, as the API requires).
+func appendMessages(b []byte, msgs []canonical.Message) ([]byte, error) {
+	b = append(b, '[')
+	open := "" // role of the turn being written
+	for i := range msgs {
+		m := &msgs[i]
+		role := "user"
+		if m.Role == canonical.RoleAssistant {
+			role = "assistant"
+		}
+		if role != open {
+			if open != "" {
+				b = append(b, "]}"...)
+			}
+			b = wirejson.Sep(b)
+			b = append(b, `{"role":"`...)
+			b = append(b, role...)
+			b = append(b, `","content":[`...)
+			open = role
+		}
+		var err error
+		switch m.Role {
+		case canonical.RoleTool:
+			b = appendToolResult(b, m)
+		case canonical.RoleAssistant:
+			b = appendParts(b, m.Content)
+			for _, tc := range m.ToolCalls {
+				b = wirejson.Sep(b)
+				b = append(b, `{"type":"tool_use","id":`...)
+				b = wirejson.AppendString(b, tc.ID)
+				b = append(b, `,"name":`...)
+				b = wirejson.AppendString(b, tc.Name)
+				b = append(b, `,"input":`...)
+				if strings.TrimSpace(tc.Arguments) == "" {
+					b = append(b, "{}"...)
+				} else if b, err = appendCompact(b, tc.Arguments); err != nil {
+					return nil, err
+				}
+				b = append(b, '}')
+			}
+		default:
+			b = appendParts(b, m.Content)
+		}
+	}
+	if open != "" {
+		b = append(b, "]}"...)
+	}
+	return append(b, ']'), nil
+}
+
+func appendCompact(b []byte, raw string) ([]byte, error) {
+	b, ok := wirejson.AppendCompact(b, []byte(raw))
+	if !ok {
+		return nil, errors.New("tool call arguments are not valid JSON")
+	}
+	return b, nil
+}
+
+// appendParts writes text and image blocks. Empty text blocks are left
+// out: the API rejects them, and they carry nothing.
+func appendParts(b []byte, parts []canonical.Part) []byte {
+	for _, p := range parts {
+		switch p.Type {
+		case canonical.PartText:
+			if p.Text == "" {
+				continue
+			}
+			b = wirejson.Sep(b)
+			b = append(b, `{"type":"text","text":`...)
+			b = wirejson.AppendString(b, p.Text)
+			b = append(b, '}')
+		case canonical.PartImage:
+			b = appendImage(wirejson.Sep(b), p)
+		}
+	}
+	return b
+}
+
+func appendImage(b []byte, p canonical.Part) []byte {
+	media, data := p.MediaType, p.Data
+	if p.ImageURL != "" {
+		// A data: URL is inline data, which Anthropic takes as base64 only.
+		m, d, ok := parseDataURL(p.ImageURL)
+		if !ok {
+			b = append(b, `{"type":"image","source":{"type":"url","url":`...)
+			b = wirejson.AppendString(b, p.ImageURL)
+			return append(b, "}}"...)
+		}
+		media, data = m, d
+	}
+	b = append(b, `{"type":"image","source":{"type":"base64","media_type":`...)
+	b = wirejson.AppendString(b, media)
+	b = append(b, `,"data":`...)
+	b = wirejson.AppendString(b, data)
+	return append(b, "}}"...)
+}
+
+// parseDataURL splits "data:image/png;base64,AAAA".
+func parseDataURL(u string) (media, data string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	meta, data, found := strings.Cut(rest, ",")
+	if !found {
+		return "", "", false
+	}
+	media, found = strings.CutSuffix(meta, ";base64")
+	return media, data, found
+}
+
+func appendToolResult(b []byte, m *canonical.Message) []byte {
+	b = wirejson.Sep(b)
+	b = append(b, `{"type":"tool_result","tool_use_id":`...)
+	b = wirejson.AppendString(b, m.ToolCallID)
+	hasImage := false
+	for _, p := range m.Content {
+		hasImage = hasImage || p.Type == canonical.PartImage
+	}
+	switch {
+	case hasImage:
+		b = append(b, `,"content":[`...)
+		b = appendParts(b, m.Content)
+		b = append(b, ']')
+	default:
+		if text := m.Text(); text != "" {
+			b = append(b, `,"content":`...)
+			b = wirejson.AppendString(b, text)
+		}
+	}
+	if m.IsError {
+		b = append(b, `,"is_error":true`...)
+	}
+	return append(b, '}')
+}
+
+func appendTools(b []byte, tools []canonical.Tool) ([]byte, error) {
+	b = wirejson.Key(b, "tools")
+	b = append(b, '[')
+	for _, t := range tools {
+		b = wirejson.Sep(b)
+		b = append(b, `{"name":`...)
+		b = wirejson.AppendString(b, t.Name)
+		if t.Description != "" {
+			b = append(b, `,"description":`...)
+			b = wirejson.AppendString(b, t.Description)
+		}
+		b = append(b, `,"input_schema":`...)
+		if len(t.Parameters) == 0 {
+			// input_schema is required; a tool without parameters takes none.
+			b = append(b, `{"type":"object","properties":{}}`...)
+		} else {
+			var ok bool
+			if b, ok = wirejson.AppendCompact(b, t.Parameters); !ok {
+				return nil, errors.New("tool " + strconv.Quote(t.Name) + ": parameters are not valid JSON")
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// appendToolChoice maps the choice; parallel=false becomes
+// disable_parallel_tool_use, which needs a tool_choice object to ride on
+// (auto when the caller named none), and does not apply to "none".
+func appendToolChoice(b []byte, tc *canonical.ToolChoice, parallel *bool) []byte {
+	mode := canonical.ToolChoiceMode("")
+	if tc != nil {
+		mode = tc.Mode
+	}
+	disable := parallel != nil && !*parallel
+	if mode == "" && !disable {
+		return b
+	}
+	b = append(b, `,"tool_choice":{"type":`...)
+	switch mode {
+	case canonical.ToolChoiceNone:
+		return append(b, `"none"}`...)
+	case canonical.ToolChoiceRequired:
+		b = append(b, `"any"`...)
+	case canonical.ToolChoiceTool:
+		b = append(b, `"tool","name":`...)
+		b = wirejson.AppendString(b, tc.Name)
+	default:
+		b = append(b, `"auto"`...)
+	}
+	if disable {
+		b = append(b, `,"disable_parallel_tool_use":true`...)
+	}
+	return append(b, '}')
+}
+
+func appendFloat(b []byte, key string, f *float64) ([]byte, error) {
+	if f == nil {
+		return b, nil
+	}
+	if !wirejson.Finite(*f) {
+		return nil, errors.New(key + " is not a finite number")
+	}
+	return wirejson.AppendFloat(wirejson.Key(b, key), *f), nil
+}

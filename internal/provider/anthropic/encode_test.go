@@ -1,0 +1,249 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/provider"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func ptr[T any](v T) *T { return &v }
+
+func user(text string) canonical.Message {
+	return canonical.Message{Role: canonical.RoleUser, Content: []canonical.Part{canonical.TextPart(text)}}
+}
+
+func target() *provider.Target {
+	return &provider.Target{Model: "claude-sonnet-4-5-20250929", MaxOutputTokens: 64000}
+}
+
+// fullRequest uses every canonical feature Messages can express.
+func fullRequest() *canonical.Request {
+	return &canonical.Request{
+		Model:  "public-name-never-sent",
+		System: "Be brief.",
+		Messages: []canonical.Message{
+			{Role: canonical.RoleUser, Content: []canonical.Part{
+				canonical.TextPart("Compare these <two> & tell me the weather."),
+				{Type: canonical.PartImage, ImageURL: "https://example.com/a.png"},
+				{Type: canonical.PartImage, MediaType: "image/png", Data: "iVBORw0KGgo="},
+				{Type: canonical.PartImage, ImageURL: "data:image/jpeg;base64,/9j/4AAQ"},
+			}},
+			user("Also: be quick."), // merges into the turn above
+			{Role: canonical.RoleAssistant,
+				Content: []canonical.Part{canonical.TextPart("Checking both."), canonical.TextPart("")},
+				ToolCalls: []canonical.ToolCall{
+					{ID: "toolu_1", Name: "get_weather", Arguments: "{\n  \"city\": \"Paris\"\n}"},
+					{ID: "toolu_2", Name: "get_time", Arguments: ""},
+				}},
+			{Role: canonical.RoleTool, ToolCallID: "toolu_1", ToolName: "get_weather", Content: []canonical.Part{canonical.TextPart("18C")}},
+			{Role: canonical.RoleTool, ToolCallID: "toolu_2", IsError: true, Content: []canonical.Part{canonical.TextPart("clock "), canonical.TextPart("broken")}},
+			{Role: canonical.RoleTool, ToolCallID: "toolu_3", Content: []canonical.Part{canonical.TextPart("chart:"), {Type: canonical.PartImage, MediaType: "image/gif", Data: "R0lGOD"}}},
+			{Role: canonical.RoleTool, ToolCallID: "toolu_4"},
+			user("Thanks. Summarise."),                                                              // joins the tool-result turn, after the results
+			{Role: canonical.RoleAssistant, Content: []canonical.Part{canonical.TextPart("Sure:")}}, // prefill
+		},
+		Tools: []canonical.Tool{
+			{Name: "get_weather", Description: "Get weather", Strict: true,
+				Parameters: json.RawMessage(`{ "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"] }`)},
+			{Name: "get_time"},
+		},
+		ToolChoice:        &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: "get_weather"},
+		ParallelToolCalls: ptr(false),
+		MaxTokens:         256,
+		Temperature:       ptr(0.0),
+		TopP:              ptr(0.9),
+		Stop:              []string{"END", "STOP"},
+		ResponseFormat:    &canonical.ResponseFormat{Type: canonical.FormatText},
+	}
+}
+
+func TestEncodeGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		req    *canonical.Request
+		tgt    *provider.Target
+		stream bool
+	}{
+		{"minimal_default_max_tokens", &canonical.Request{Messages: []canonical.Message{user("Hello")}},
+			&provider.Target{Model: "claude-haiku-4-5"}, false},
+		{"minimal_stream_deployment_max_tokens", &canonical.Request{Messages: []canonical.Message{user("Hello")}, Stream: true}, target(), true},
+		{"full", fullRequest(), target(), false},
+		{"full_stream", fullRequest(), target(), true},
+		{"tool_choice_without_tools", &canonical.Request{Messages: []canonical.Message{user("x")},
+			ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, ParallelToolCalls: ptr(false)}, target(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if reason := unsupported(tt.req); reason != "" {
+				t.Fatal(reason)
+			}
+			body, err := encode(tt.req, tt.tgt, tt.stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("testdata", "encode_"+tt.name+".json"), body)
+		})
+	}
+}
+
+func TestEncodeToolChoice(t *testing.T) {
+	tools := []canonical.Tool{{Name: "f"}}
+	tests := []struct {
+		choice   *canonical.ToolChoice
+		parallel *bool
+		want     string
+	}{
+		{nil, nil, ``},
+		{nil, ptr(true), ``},
+		{nil, ptr(false), `{"type":"auto","disable_parallel_tool_use":true}`},
+		{&canonical.ToolChoice{Mode: canonical.ToolChoiceAuto}, nil, `{"type":"auto"}`},
+		{&canonical.ToolChoice{Mode: canonical.ToolChoiceNone}, ptr(false), `{"type":"none"}`},
+		{&canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, ptr(false), `{"type":"any","disable_parallel_tool_use":true}`},
+		{&canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: "f"}, ptr(true), `{"type":"tool","name":"f"}`},
+	}
+	for _, tt := range tests {
+		body, err := encode(&canonical.Request{Messages: []canonical.Message{user("x")}, Tools: tools,
+			ToolChoice: tt.choice, ParallelToolCalls: tt.parallel}, target(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			ToolChoice json.RawMessage `json:"tool_choice"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		if string(got.ToolChoice) != tt.want {
+			t.Errorf("%v/%v: tool_choice = %s, want %s", tt.choice, tt.parallel, got.ToolChoice, tt.want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	withCall := func(args string) *canonical.Request {
+		return &canonical.Request{Messages: []canonical.Message{user("x"),
+			{Role: canonical.RoleAssistant, ToolCalls: []canonical.ToolCall{{ID: "toolu_1", Name: "f", Arguments: args}}}}}
+	}
+	tests := []struct {
+		name    string
+		req     *canonical.Request
+		wantErr string
+	}{
+		{"json_object", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONObject}}, "structured output"},
+		{"json_schema", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{}`)}}, "structured output"},
+		{"invalid arguments", withCall(`{"city":`), "not a JSON object"},
+		{"array arguments", withCall(`[1,2]`), "not a JSON object"},
+		{"temperature above 1", &canonical.Request{Temperature: ptr(1.5)}, "temperature"},
+		{"text format", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatText}}, ""},
+		{"empty arguments", withCall(""), ""},
+		{"object arguments", withCall(` {"a":[1]} `), ""},
+		{"temperature 1", &canonical.Request{Temperature: ptr(1.0)}, ""},
+	}
+	a := New().(provider.Checker)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := a.Check(tt.req)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Check = %v, want an error about %q", err, tt.wantErr)
+			}
+			// Sent anyway, it is refused before reaching the provider.
+			tgt, s := upstream(t, reply{body: `{}`})
+			_, err = New().Complete(context.Background(), tgt, tt.req)
+			if fe := failure.As(err); fe == nil || fe.Class != failure.InvalidRequest || !strings.Contains(fe.Message, tt.wantErr) {
+				t.Errorf("Complete = %v, want invalid_request about %q", err, tt.wantErr)
+			}
+			if _, path, _, _ := s.get(); path != "" {
+				t.Error("an unsupported request reached the provider")
+			}
+		})
+	}
+}
+
+// TestRequestHeaders checks path, auth, version, idempotency and the
+// provider's model id on the wire, for both APIs.
+func TestRequestHeaders(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		r := reply{body: `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`}
+		if stream {
+			r = sseReply("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+		}
+		tgt, s := upstream(t, r)
+		tgt.IdempotencyKey = "idem-rung-1"
+		req := &canonical.Request{Model: "public", Messages: []canonical.Message{user("x")}}
+		if stream {
+			st, err := New().Stream(context.Background(), tgt, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := drain(t, st); !isEOF(err) {
+				t.Fatal(err)
+			}
+			st.Close()
+		} else if _, err := New().Complete(context.Background(), tgt, req); err != nil {
+			t.Fatal(err)
+		}
+		method, path, h, body := s.get()
+		if method != "POST" || path != "/v1/messages" {
+			t.Errorf("%s %s, want POST /v1/messages", method, path)
+		}
+		for k, want := range map[string]string{
+			"X-Api-Key":         tgt.APIKey,
+			"Anthropic-Version": "2023-06-01",
+			"Content-Type":      "application/json",
+			"Idempotency-Key":   "idem-rung-1",
+			"Authorization":     "",
+		} {
+			if got := h.Get(k); got != want {
+				t.Errorf("%s = %q, want %q", k, got, want)
+			}
+		}
+		var sent struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		if err := json.Unmarshal(body, &sent); err != nil {
+			t.Fatal(err)
+		}
+		if sent.Model != tgt.Model || sent.Stream != stream {
+			t.Errorf("sent model %q stream %v, want the target's model and stream=%v", sent.Model, sent.Stream, stream)
+		}
+	}
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, got, "", "  "); err != nil {
+		t.Fatalf("encoded body is not JSON: %v\n%s", err, got)
+	}
+	pretty.WriteByte('\n')
+	if *update {
+		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(pretty.Bytes()), bytes.TrimSpace(want)) {
+		t.Errorf("%s mismatch:\n got: %s\nwant: %s", path, pretty.Bytes(), want)
+	}
+}
