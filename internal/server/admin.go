@@ -1,0 +1,74 @@
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/health"
+)
+
+// admin protects an operator endpoint with the admin key, sent as a bearer
+// token or x-api-key. Without a configured key the endpoints do not exist.
+func (s *Server) admin(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.AdminKey == "" {
+			writeJSONError(w, &failure.Public{Status: http.StatusNotFound, Code: "admin_disabled",
+				Message: "the admin API is disabled; start the gateway with SPILLWAY_ADMIN_KEY set"})
+			return
+		}
+		key := r.Header.Get("X-Api-Key")
+		if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+			key = strings.TrimPrefix(a, "Bearer ")
+		}
+		if subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.AdminKey)) != 1 {
+			writeJSONError(w, &failure.Public{Status: http.StatusUnauthorized, Code: "invalid_admin_key",
+				Message: "this endpoint needs the gateway's admin key as a bearer token"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+// writeJSONError writes an operator-facing error in OpenAI's shape.
+func writeJSONError(w http.ResponseWriter, p *failure.Public) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": p.Message, "type": p.Code, "code": p.Code, "param": nil}})
+}
+
+// HealthReport is the body of GET /v1/admin/health.
+type HealthReport struct {
+	Deployments []health.Status `json:"deployments"`
+	Routes      []RouteHealth   `json:"routes"`
+}
+
+// RouteHealth counts a route's rungs that would be tried now.
+type RouteHealth struct {
+	Model        string `json:"model"`
+	Pool         string `json:"pool"`
+	ExactModel   string `json:"exact_model"`
+	Rungs        int    `json:"rungs"`
+	HealthyRungs int    `json:"healthy_rungs"`
+}
+
+func (s *Server) handleAdminHealth(w http.ResponseWriter, r *http.Request) {
+	rt := s.runtime()
+	rep := HealthReport{Deployments: s.health.Statuses()}
+	for _, m := range rt.snap.Models() {
+		rr, _ := rt.snap.Route(m)
+		rh := RouteHealth{Model: m, Pool: rr.Pool.ID, ExactModel: rr.Pool.Model, Rungs: len(rr.Deployments)}
+		for _, d := range rr.Deployments {
+			if ok, _ := s.health.Check(d.ID); ok && rt.rungs[d.ID].missing == "" {
+				rh.HealthyRungs++
+			}
+		}
+		rep.Routes = append(rep.Routes, rh)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(rep)
+}

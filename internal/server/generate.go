@@ -1,0 +1,266 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/dialect"
+	"github.com/spillway-gw/spillway/internal/engine"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/route"
+)
+
+// Response headers that say what happened.
+const (
+	hdrRequestID  = "X-Request-Id"
+	hdrModel      = "X-Spillway-Model"
+	hdrDeployment = "X-Spillway-Deployment"
+	hdrAttempts   = "X-Spillway-Attempts"
+	hdrTrail      = "X-Spillway-Trail"
+)
+
+// generateHandler serves one generation endpoint in one dialect.
+type generateHandler struct {
+	s *Server
+	d dialect.Dialect
+}
+
+// call is one customer request in flight.
+type call struct {
+	id      string
+	start   time.Time
+	d       dialect.Dialect
+	req     *canonical.Request
+	route   *catalog.ResolvedRoute
+	meta    dialect.Meta
+	status  int
+	outcome string
+}
+
+func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.s
+	c := &call{id: newRequestID(), start: s.opts.Now(), d: h.d}
+	w.Header().Set(hdrRequestID, c.id)
+	defer s.logCall(c)
+
+	body, pub := s.readBody(w, r)
+	if pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
+	req, pub := h.d.Decode(body, r.Header)
+	if pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
+	c.req = req
+	rt := s.runtime()
+	rr, ok := rt.snap.Route(req.Model)
+	if !ok {
+		s.writeError(w, c, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model",
+			Message: "the model " + strconv.Quote(req.Model) + " does not exist on this gateway; GET /v1/models lists the models"}, nil)
+		return
+	}
+	c.route = rr
+	c.meta = dialect.Meta{ID: c.id, Model: rr.Pool.Model, Created: c.start.Unix()}
+
+	p := &engine.Plan{RequestID: c.id, IdempotencyBase: c.id, Model: rr.Pool.Model}
+	if k := r.Header.Get("Idempotency-Key"); k != "" {
+		p.IdempotencyBase = k
+	}
+	if pub := s.selectRungs(rt, rr, req, p); pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
+	if req.Stream {
+		s.stream(w, r, c, p)
+		return
+	}
+	res := s.engine.Complete(r.Context(), p, req)
+	if res.Err != nil {
+		s.writeError(w, c, publicOf(res), res)
+		return
+	}
+	setRouteHeaders(w.Header(), c, res, p)
+	buf := s.getBuf()
+	defer s.putBuf(buf)
+	*buf = h.d.AppendResponse((*buf)[:0], c.meta, req, res.Response)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(*buf)))
+	c.status, c.outcome = http.StatusOK, "ok"
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(*buf)
+}
+
+// selectRungs fills p with the rungs to try: eligible, priced, capable and
+// healthy ones in pool order, or one last-resort probe when health skipped
+// them all. It returns the caller's error when no rung can serve.
+func (s *Server) selectRungs(rt *runtime, rr *catalog.ResolvedRoute, req *canonical.Request, p *engine.Plan) *failure.Public {
+	sel := route.Select(rr, req, rt.eligible, route.Priced, rt.capable, s.healthFilter)
+	if kept := sel.Kept(); len(kept) > 0 {
+		rt.plan(kept, p, false)
+		return nil
+	}
+	d, pub := s.lastResort(sel)
+	if d != nil {
+		rt.plan([]*catalog.Deployment{d}, p, true)
+		return nil
+	}
+	if pub != nil {
+		return pub
+	}
+	return noRungs(sel)
+}
+
+// publicOf is what the caller is told about a failed result.
+func publicOf(res *engine.Result) *failure.Public {
+	if res.Err == engine.ErrAllSkipped {
+		// Health refused every rung at dispatch (a probe was in flight).
+		return &failure.Public{Status: http.StatusServiceUnavailable, Code: "no_healthy_deployment", RetryAfter: time.Second,
+			Message: "every provider of this model is being probed after failures; retry after the delay in the Retry-After header"}
+	}
+	return res.Err.ToPublic()
+}
+
+// eligible drops rungs whose runtime could not be built (no adapter, no
+// credential).
+func (rt *runtime) eligible(d *catalog.Deployment, _ *canonical.Request) (string, string) {
+	tpl := rt.rungs[d.ID]
+	if tpl == nil || tpl.missing == "" {
+		return "", ""
+	}
+	if tpl.adapter == nil {
+		return route.ReasonNoAdapter, tpl.missing
+	}
+	return route.ReasonCredentialMissing, tpl.missing
+}
+
+// capable drops rungs whose adapter cannot express the request faithfully.
+func (rt *runtime) capable(d *catalog.Deployment, req *canonical.Request) (string, string) {
+	tpl := rt.rungs[d.ID]
+	if tpl == nil || tpl.adapter == nil {
+		return "", ""
+	}
+	if ch, ok := tpl.adapter.(provider.Checker); ok {
+		if err := ch.Check(req); err != nil {
+			return route.ReasonUnsupported, err.Error()
+		}
+	}
+	return "", ""
+}
+
+// noRungs explains why no rung can serve: the caller learns the model exists
+// but is not servable now, never which credential is missing.
+func noRungs(sel *route.Selection) *failure.Public {
+	reasons := map[string]bool{}
+	for _, c := range sel.Candidates {
+		reasons[c.Reason] = true
+	}
+	switch {
+	case len(reasons) == 1 && reasons[route.ReasonUnsupported]:
+		msg := "no provider of this model supports this request"
+		if len(sel.Candidates) > 0 {
+			msg += ": " + sel.Candidates[0].Detail
+		}
+		return &failure.Public{Status: http.StatusBadRequest, Code: "unsupported_request", Message: msg}
+	case len(reasons) == 1 && reasons[route.ReasonPriceUnknown]:
+		return &failure.Public{Status: http.StatusServiceUnavailable, Code: "price_unknown",
+			Message: "no provider of this model can be priced for this request, so its cost cannot be bounded; set max_tokens or ask the gateway operator to price the model"}
+	}
+	return &failure.Public{Status: http.StatusServiceUnavailable, Code: "no_eligible_deployment",
+		Message: "no provider of this model is available for this request; see the gateway's route explain"}
+}
+
+// readBody reads a bounded request body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure.Public) {
+	limit := s.opts.Catalog.Load().Config().Server.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	rc := http.NewResponseController(w)
+	// A slow body must not hold a handler forever; the deadline is lifted
+	// once the body is in, so long streams are not cut.
+	_ = rc.SetReadDeadline(s.opts.Now().Add(60 * time.Second))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(limit)
+		}
+		return nil, &failure.Public{Status: http.StatusBadRequest, Code: "invalid_request", Message: "could not read the request body"}
+	}
+	return body, nil
+}
+
+func tooLarge(limit int64) *failure.Public {
+	return &failure.Public{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large",
+		Message: "the request body is larger than this gateway's limit of " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+// writeError writes a caller-facing error in the dialect's shape.
+func (s *Server) writeError(w http.ResponseWriter, c *call, pub *failure.Public, res *engine.Result) {
+	h := w.Header()
+	if res != nil && c.route != nil {
+		setRouteHeaders(h, c, res, nil)
+	}
+	if pub.RetryAfter > 0 {
+		secs := int64((pub.RetryAfter + time.Second - 1) / time.Second)
+		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	}
+	buf := s.getBuf()
+	defer s.putBuf(buf)
+	*buf = c.d.AppendError((*buf)[:0], pub)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(*buf)))
+	status := pub.Status
+	if status == failure.StatusClientClosedRequest {
+		c.status, c.outcome = status, pub.Code
+		return // nobody is listening
+	}
+	c.status, c.outcome = status, pub.Code
+	w.WriteHeader(status)
+	_, _ = w.Write(*buf)
+}
+
+// setRouteHeaders says which model and deployment served and every hop.
+func setRouteHeaders(h http.Header, c *call, res *engine.Result, p *engine.Plan) {
+	h.Set(hdrModel, c.route.Pool.Model)
+	if len(res.Attempts) > 0 {
+		if res.Served >= 0 {
+			h.Set(hdrDeployment, res.Attempts[len(res.Attempts)-1].Deployment)
+		}
+		h.Set(hdrAttempts, strconv.Itoa(len(res.Attempts)))
+		h.Set(hdrTrail, trail(res.Attempts))
+	}
+}
+
+// trail formats the ordered hops as "deployment=class, ...".
+func trail(as []engine.Attempt) string {
+	var b strings.Builder
+	for i := range as {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(as[i].Deployment)
+		b.WriteByte('=')
+		b.WriteString(as[i].Outcome())
+	}
+	return b.String()
+}
+
+func (s *Server) logCall(c *call) {
+	model := ""
+	if c.req != nil {
+		model = c.req.Model
+	}
+	s.opts.Log.Info("request", "request_id", c.id, "dialect", c.d.Name(), "model", model,
+		"status", c.status, "outcome", c.outcome, "duration_ms", s.opts.Now().Sub(c.start).Milliseconds())
+}

@@ -1,0 +1,105 @@
+// Package server is spillway's HTTP surface: it authenticates and decodes a
+// caller's request in its dialect, selects the rungs, runs the engine and
+// writes the answer back with the headers that say which hops it took.
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/dialect"
+	"github.com/spillway-gw/spillway/internal/engine"
+	"github.com/spillway-gw/spillway/internal/health"
+	"github.com/spillway-gw/spillway/internal/provider"
+)
+
+// Snapshots supplies the current catalog snapshot (a *catalog.Holder).
+type Snapshots interface {
+	Load() *catalog.Snapshot
+}
+
+// Options assembles a Server. Nil hooks have documented defaults.
+type Options struct {
+	Catalog  Snapshots
+	Registry *provider.Registry
+	// Health tracks deployment health (default: a tracker on the system
+	// clock).
+	Health *health.Tracker
+	// AdminKey protects /v1/admin/*; empty disables those endpoints.
+	AdminKey string
+	Log      *slog.Logger
+	// Getenv resolves credential environment variables (default os.Getenv).
+	Getenv func(string) string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Transport wraps each deployment's transport, e.g. for tests
+	// (default nil: the deployment's own transport).
+	Transport func(d *catalog.Deployment, base http.RoundTripper) http.RoundTripper
+}
+
+// Server serves the gateway's HTTP API.
+type Server struct {
+	opts   Options
+	mux    *http.ServeMux
+	bufs   sync.Pool
+	health *health.Tracker
+	engine *engine.Engine
+
+	rtMu sync.Mutex
+	rt   atomic.Pointer[runtime]
+}
+
+// New builds a Server.
+func New(opts Options) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Health == nil {
+		opts.Health = health.NewTracker(nil)
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health}
+	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}), engine.WithClock(opts.Now))
+	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
+	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	s.mux.Handle("GET /v1/admin/health", s.admin(s.handleAdminHealth))
+	s.handle("POST /v1/chat/completions", openaiChat())
+}
+
+func (s *Server) handle(pattern string, d dialect.Dialect) {
+	s.mux.Handle(pattern, &generateHandler{s: s, d: d})
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// newRequestID returns a random request id.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) getBuf() *[]byte { return s.bufs.Get().(*[]byte) }
+
+func (s *Server) putBuf(b *[]byte) {
+	if cap(*b) > 1<<20 {
+		return // do not pin big buffers
+	}
+	*b = (*b)[:0]
+	s.bufs.Put(b)
+}

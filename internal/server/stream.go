@@ -1,0 +1,76 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
+	"github.com/spillway-gw/spillway/internal/engine"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// stream runs a streamed request. Until commit nothing is written, so a
+// request that fails on every rung still gets a plain HTTP error.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engine.Plan) {
+	buf := s.getBuf()
+	defer s.putBuf(buf)
+	sink := &streamSink{w: w, rc: http.NewResponseController(w), enc: c.d.NewEncoder(c.meta, c.req), buf: buf, c: c, p: p}
+	res := s.engine.Stream(r.Context(), p, c.req, sink)
+	switch {
+	case !res.Committed && res.Err != nil:
+		s.writeError(w, c, publicOf(res), res)
+	case res.Err != nil:
+		c.status, c.outcome = http.StatusOK, "interrupted_"+string(res.Err.Class)
+	default:
+		c.status, c.outcome = http.StatusOK, "ok"
+	}
+}
+
+// streamSink writes one answer's events to the caller, one flush per event.
+type streamSink struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	enc dialect.Encoder
+	buf *[]byte
+	c   *call
+	p   *engine.Plan
+}
+
+func (k *streamSink) Commit(res *engine.Result) error {
+	h := k.w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	setRouteHeaders(h, k.c, res, k.p)
+	k.w.WriteHeader(http.StatusOK)
+	*k.buf = k.enc.Start((*k.buf)[:0])
+	return k.flush()
+}
+
+func (k *streamSink) Event(ev *canonical.Event) error {
+	*k.buf = k.enc.Event((*k.buf)[:0], ev)
+	return k.flush()
+}
+
+func (k *streamSink) Finish(stop canonical.StopReason, seq string, u canonical.Usage) error {
+	*k.buf = k.enc.Finish((*k.buf)[:0], stop, seq, u)
+	return k.flush()
+}
+
+func (k *streamSink) Interrupt(fe *failure.Error, delivered int) error {
+	pub := fe.ToPublic()
+	pub.Code = "stream_interrupted"
+	pub.Message = "the model provider failed after the answer began; the answer is incomplete (" + string(fe.Class) + "); retry the request"
+	*k.buf = k.enc.Interrupt((*k.buf)[:0], pub, delivered)
+	return k.flush()
+}
+
+func (k *streamSink) flush() error {
+	if len(*k.buf) == 0 {
+		return nil
+	}
+	if _, err := k.w.Write(*k.buf); err != nil {
+		return err
+	}
+	return k.rc.Flush()
+}
