@@ -113,6 +113,12 @@ func (s *decoder) Decode(name, data []byte, q *provider.Queue) error {
 			q.Push(canonical.Event{Kind: canonical.EventUsage, Usage: in.canonical()})
 		}
 	case evBlockStart:
+		// Anthropic opens text blocks empty; a proxy that puts text here
+		// still gets it delivered.
+		if ev.block == blockText && ev.text != "" {
+			s.textSeen = true
+			q.Push(canonical.Event{Kind: canonical.EventTextDelta, Text: ev.text})
+		}
 		if ev.block == blockToolUse {
 			ord := len(s.tools)
 			s.tools = append(s.tools, toolBlock{block: ev.index, ordinal: ord})
@@ -203,6 +209,8 @@ func (s *decoder) decode(data []byte) error {
 					ev.blockID = d.Str()
 				case "name":
 					ev.blockName = d.Str()
+				case "text":
+					ev.text = d.Str()
 				}
 			})
 		case "delta":

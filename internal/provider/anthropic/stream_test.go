@@ -132,6 +132,13 @@ func TestStream(t *testing.T) {
 			want: []canonical.Event{evStart, evInput, evHi, evUsage, {Kind: canonical.EventStop, Stop: canonical.StopRefusal}},
 		},
 		{
+			name: "text carried by content_block_start is delivered",
+			body: events("message_start", msgStart,
+				"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hi"}}`,
+				"message_delta", msgDelta, "message_stop", msgStop),
+			want: []canonical.Event{evStart, evInput, evHi, evUsage, evEndTur},
+		},
+		{
 			name: "stop sequence; data-only events dispatch on their type",
 			body: events("", msgStart, "", textHi,
 				"", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"output_tokens":3}}`,
