@@ -1,6 +1,7 @@
 package openaichat
 
 import (
+	"bytes"
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
@@ -17,8 +18,12 @@ import (
 // prompt_cache_retention, reasoning_effort, verbosity, presence_penalty,
 // frequency_penalty, stream_options.include_obfuscation, image detail and
 // message names) are type-checked and ignored.
+//
+// The request's strings and raw schemas share one private copy of the body,
+// so decoding costs one allocation for all unescaped text and the caller may
+// reuse body at once.
 func (*Dialect) Decode(body []byte, _ http.Header) (*canonical.Request, *failure.Public) {
-	s := scanner{b: body}
+	s := scanner{b: bytes.Clone(body)}
 	req, p := decodeRequest(&s)
 	if p != nil && p != s.syntaxErr {
 		// A parse-then-validate server reports broken JSON before any

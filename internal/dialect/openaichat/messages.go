@@ -52,6 +52,7 @@ func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *fail
 		return "", nil, p
 	}
 	var w toolWindow
+	out = make([]canonical.Message, 0, 4)
 	n := 0
 	for ; ; n++ {
 		ok, p := s.nextElem(n == 0)

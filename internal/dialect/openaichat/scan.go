@@ -1,9 +1,11 @@
 package openaichat
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/spillway-gw/spillway/internal/failure"
 )
@@ -13,9 +15,11 @@ import (
 const maxDepth = 10000
 
 // scanner is a strict pull parser over one request body. It accepts exactly
-// RFC 8259 JSON, reads strings without allocating when they need no
-// unescaping, and reports the first syntax error with its byte offset.
-// Strings it returns are copies: the body's buffer may be reused.
+// RFC 8259 JSON and reports the first syntax error with its byte offset.
+//
+// Strings and raw values it returns point into b unless they needed
+// unescaping, so b must be the decoder's own copy of the body (the server
+// may reuse its buffer) and must never be written to.
 type scanner struct {
 	b []byte
 	i int
@@ -163,10 +167,14 @@ func (s *scanner) nextElem(first bool) (bool, *failure.Public) {
 // open consumes '{' or '[' (the caller checked which is next).
 func (s *scanner) open() { s.i++ }
 
-// str reads a string value as a new Go string.
+// str reads a string value. The string shares memory with the scanner's
+// buffer, which is never written after scanning starts.
 func (s *scanner) str() (string, *failure.Public) {
 	b, p := s.rawString()
-	return string(b), p
+	if len(b) == 0 {
+		return "", p
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b)), p
 }
 
 // rawString reads a string whose opening quote is next. Without escapes or
@@ -177,30 +185,40 @@ func (s *scanner) rawString() ([]byte, *failure.Public) {
 	s.i++ // opening quote
 	start := s.i
 	slow := false
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			raw := s.b[start:s.i]
-			s.i++
-			if !slow || (!hasBackslash(raw) && utf8.Valid(raw)) {
-				return raw, nil
-			}
-			return s.unescape(start, raw)
-		case c == '\\':
-			slow = true
-			s.i += 2
-		case c < 0x20:
-			return nil, s.syntax("invalid control character in string")
-		case c >= utf8.RuneSelf:
-			slow = true
-			s.i++
-		default:
-			s.i++
+	for {
+		// Find the next quote with the vectorised IndexByte, then check the
+		// bytes before it in one tight loop.
+		q := bytes.IndexByte(s.b[s.i:], '"')
+		if q < 0 {
+			s.i = len(s.b)
+			return nil, s.syntax("unexpected end of input in string")
 		}
+		end := s.i + q
+		for ; s.i < end; s.i++ {
+			c := s.b[s.i]
+			if c-0x20 < 0x60 && c != '\\' { // printable ASCII
+				continue
+			}
+			switch {
+			case c == '\\':
+				slow = true
+				s.i++ // the escaped byte; an escaped quote is skipped too
+			case c < 0x20:
+				return nil, s.syntax("invalid control character in string")
+			default:
+				slow = true // non-ASCII: validated below
+			}
+		}
+		if s.i > end { // the quote was escaped: look for the next one
+			continue
+		}
+		raw := s.b[start:end]
+		s.i = end + 1
+		if !slow || (!hasBackslash(raw) && utf8.Valid(raw)) {
+			return raw, nil
+		}
+		return s.unescape(start, raw)
 	}
-	s.i = len(s.b)
-	return nil, s.syntax("unexpected end of input in string")
 }
 
 func hasBackslash(b []byte) bool {
@@ -385,14 +403,15 @@ func (s *scanner) skipDepth(depth int) *failure.Public {
 	}
 }
 
-// raw reads one value and returns a copy of its text.
+// raw reads one value and returns its text, capped so that an append by a
+// consumer cannot write into the rest of the buffer.
 func (s *scanner) raw() ([]byte, *failure.Public) {
 	s.ws()
 	start := s.i
 	if p := s.skip(); p != nil {
 		return nil, p
 	}
-	return append([]byte(nil), s.b[start:s.i]...), nil
+	return s.b[start:s.i:s.i], nil
 }
 
 // validate reports the first syntax error in a whole body, or nil.
