@@ -12,25 +12,25 @@ import (
 	"github.com/spillway-gw/spillway/internal/sse"
 )
 
-// anthropic speaks Anthropic Messages (wire-formats.md section 3).
-type anthropic struct{}
+// anthropicMessages speaks Anthropic Messages (wire-formats.md section 3).
+type anthropicMessages struct{}
 
-var _ wire = anthropic{}
+var _ wire = anthropicMessages{}
 
-func (anthropic) path() string              { return "/v1/messages" }
-func (anthropic) streamContentType() string { return "text/event-stream; charset=utf-8" }
-func (anthropic) refusalDeltas() bool       { return false }
+func (anthropicMessages) path() string              { return "/v1/messages" }
+func (anthropicMessages) streamContentType() string { return "text/event-stream; charset=utf-8" }
+func (anthropicMessages) refusalDeltas() bool       { return false }
 
-func (anthropic) other(*Mock, *call, http.ResponseWriter, *http.Request) bool { return false }
+func (anthropicMessages) other(*Mock, *call, http.ResponseWriter, *http.Request) bool { return false }
 
-func (anthropic) validate(sc *Script) error {
+func (anthropicMessages) validate(sc *Script) error {
 	if sc.errorCode != "" {
 		return errors.New("anthropic errors have no code; use error_type=")
 	}
 	return nil
 }
 
-func (an anthropic) admit(c *call, r *http.Request, apiKey string) *apiError {
+func (an anthropicMessages) admit(c *call, r *http.Request, apiKey string) *apiError {
 	if apiKey != "" {
 		switch key := r.Header.Get("x-api-key"); {
 		case key == "":
@@ -66,7 +66,7 @@ type anMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-func (an anthropic) decode(body []byte) (*request, *apiError) {
+func (an anthropicMessages) decode(body []byte) (*request, *apiError) {
 	bad := func(format string, args ...any) (*request, *apiError) {
 		return nil, newAPIError(http.StatusBadRequest, "invalid_request_error", "", fmt.Sprintf(format, args...), "")
 	}
@@ -147,7 +147,7 @@ var anTypes = []struct {
 	{429, "rate_limit_error"}, {500, "api_error"}, {504, "timeout_error"}, {529, "overloaded_error"},
 }
 
-func (an anthropic) statusError(c *call, status int, sc *Script) *apiError {
+func (an anthropicMessages) statusError(c *call, status int, sc *Script) *apiError {
 	org := an.orgID(c)
 	model := "claude-sonnet-4-5"
 	if c.req != nil {
@@ -193,7 +193,7 @@ func (an anthropic) statusError(c *call, status int, sc *Script) *apiError {
 	return newAPIError(status, typ, "", msg, "").override(sc)
 }
 
-func (an anthropic) streamError(c *call, sc *Script) *apiError {
+func (an anthropicMessages) streamError(c *call, sc *Script) *apiError {
 	e := newAPIError(529, "overloaded_error", "", "Overloaded", "").override(sc)
 	// A non-streaming request gets the status the error type stands for.
 	e.status = 500
@@ -205,19 +205,19 @@ func (an anthropic) streamError(c *call, sc *Script) *apiError {
 	return e
 }
 
-func (an anthropic) badRequest(c *call, msg string) *apiError {
+func (an anthropicMessages) badRequest(c *call, msg string) *apiError {
 	return newAPIError(http.StatusBadRequest, "invalid_request_error", "", msg, "")
 }
 
-func (an anthropic) notFound(r *http.Request) *apiError {
+func (an anthropicMessages) notFound(r *http.Request) *apiError {
 	return newAPIError(http.StatusNotFound, "not_found_error", "", "Not Found", "")
 }
 
-func (an anthropic) methodError(r *http.Request) *apiError {
+func (an anthropicMessages) methodError(r *http.Request) *apiError {
 	return newAPIError(http.StatusMethodNotAllowed, "invalid_request_error", "", "Method Not Allowed", "")
 }
 
-func (an anthropic) errorObject(e *apiError) []byte {
+func (an anthropicMessages) errorObject(e *apiError) []byte {
 	b := marshal(struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
@@ -225,7 +225,7 @@ func (an anthropic) errorObject(e *apiError) []byte {
 	return b
 }
 
-func (an anthropic) writeError(c *call, w http.ResponseWriter, e *apiError) {
+func (an anthropicMessages) writeError(c *call, w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	an.headers(c, h, e.status)
 	setRetryHeaders(h, e)
@@ -235,18 +235,18 @@ func (an anthropic) writeError(c *call, w http.ResponseWriter, e *apiError) {
 	w.Write(b)
 }
 
-func (an anthropic) requestID(c *call) string { return c.id("req_011C", 20, 1) }
-func (an anthropic) messageID(c *call) string { return c.id("msg_01", 22, 2) }
-func (an anthropic) toolID(c *call, i int) string {
+func (an anthropicMessages) requestID(c *call) string { return c.id("req_011C", 20, 1) }
+func (an anthropicMessages) messageID(c *call) string { return c.id("msg_01", 22, 2) }
+func (an anthropicMessages) toolID(c *call, i int) string {
 	return c.id("toolu_01", 22, 100+uint64(i))
 }
 
-func (an anthropic) orgID(c *call) string {
+func (an anthropicMessages) orgID(c *call) string {
 	h := c.hexID("", 32, 7)
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func (an anthropic) headers(c *call, h http.Header, status int) {
+func (an anthropicMessages) headers(c *call, h http.Header, status int) {
 	h.Set("request-id", an.requestID(c))
 	h.Set("anthropic-organization-id", an.orgID(c))
 	rem := func(limit int) string {
@@ -266,7 +266,7 @@ func (an anthropic) headers(c *call, h http.Header, status int) {
 	}
 }
 
-func (an anthropic) stopReason(a *answer) string {
+func (an anthropicMessages) stopReason(a *answer) string {
 	switch a.stop {
 	case stopLength:
 		return "max_tokens"
@@ -286,7 +286,7 @@ type anStopDetails struct {
 	Explanation string  `json:"explanation"`
 }
 
-func (an anthropic) stopDetails(a *answer) *anStopDetails {
+func (an anthropicMessages) stopDetails(a *answer) *anStopDetails {
 	if a.stop != stopRefusal {
 		return nil
 	}
@@ -308,7 +308,7 @@ type anUsage struct {
 }
 
 // usage reports cached tokens apart from input_tokens, as Anthropic does.
-func (an anthropic) usage(a *answer, output int, full bool) anUsage {
+func (an anthropicMessages) usage(a *answer, output int, full bool) anUsage {
 	u := anUsage{InputTokens: a.input - a.cached, CacheReadInputTokens: a.cached, OutputTokens: output}
 	if full {
 		u.CacheCreation, u.ServiceTier = &anCacheCreation{}, "standard"
@@ -336,7 +336,7 @@ type anMessageOut struct {
 	Usage        anUsage        `json:"usage"`
 }
 
-func (an anthropic) body(c *call, a *answer) []byte {
+func (an anthropicMessages) body(c *call, a *answer) []byte {
 	out := anMessageOut{
 		ID: an.messageID(c), Type: "message", Role: "assistant", Model: a.model,
 		Content:    []anBlock{},
@@ -381,7 +381,7 @@ type anMessageDelta struct {
 	StopDetails  *anStopDetails `json:"stop_details"`
 }
 
-func (an anthropic) events(c *call, a *answer) []event {
+func (an anthropicMessages) events(c *call, a *answer) []event {
 	var evs []event
 	add := func(kind eventKind, ev anEvent) {
 		data := marshal(ev)
@@ -432,10 +432,10 @@ func (an anthropic) events(c *call, a *answer) []event {
 	return evs
 }
 
-func (an anthropic) errorEvent(c *call, e *apiError) []byte {
+func (an anthropicMessages) errorEvent(c *call, e *apiError) []byte {
 	return sse.AppendEvent(nil, "error", fmt.Appendf(nil, `{"type":"error","error":%s}`, an.errorObject(e)))
 }
 
-func (an anthropic) malformedEvent(c *call) []byte {
+func (an anthropicMessages) malformedEvent(c *call) []byte {
 	return []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"mal\n\n")
 }

@@ -90,6 +90,7 @@ type Mock struct {
 	tag  uint64 // seeds the mock's deterministic ids
 
 	seq       atomic.Uint64
+	inflight  atomic.Int64 // generation requests being answered (tests watch it)
 	done      chan struct{}
 	closeOnce sync.Once
 
@@ -105,9 +106,9 @@ func New(kind string, opts Options) (*Mock, error) {
 	var wf wire
 	switch kind {
 	case "openai":
-		wf = openAI{}
+		wf = openAIChat{}
 	case "anthropic":
-		wf = anthropic{}
+		wf = anthropicMessages{}
 	default:
 		return nil, fmt.Errorf("mock: unknown provider kind %q (want openai or anthropic)", kind)
 	}
@@ -227,6 +228,8 @@ func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.wire.writeError(c, w, m.wire.methodError(r))
 			return
 		}
+		m.inflight.Add(1)
+		defer m.inflight.Add(-1)
 		m.generate(c, w, r)
 		return
 	}

@@ -9,17 +9,17 @@ import (
 	"strings"
 )
 
-// openAI speaks OpenAI Chat Completions (wire-formats.md section 1).
-type openAI struct{}
+// openAIChat speaks OpenAI Chat Completions (wire-formats.md section 1).
+type openAIChat struct{}
 
-var _ wire = openAI{}
+var _ wire = openAIChat{}
 
-func (openAI) path() string              { return "/v1/chat/completions" }
-func (openAI) streamContentType() string { return "text/event-stream; charset=utf-8" }
-func (openAI) refusalDeltas() bool       { return true }
-func (openAI) validate(*Script) error    { return nil }
+func (openAIChat) path() string              { return "/v1/chat/completions" }
+func (openAIChat) streamContentType() string { return "text/event-stream; charset=utf-8" }
+func (openAIChat) refusalDeltas() bool       { return true }
+func (openAIChat) validate(*Script) error    { return nil }
 
-func (o openAI) other(m *Mock, c *call, w http.ResponseWriter, r *http.Request) bool {
+func (o openAIChat) other(m *Mock, c *call, w http.ResponseWriter, r *http.Request) bool {
 	if r.URL.Path != "/v1/models" && !strings.HasPrefix(r.URL.Path, "/v1/models/") {
 		return false
 	}
@@ -63,7 +63,7 @@ func (o openAI) other(m *Mock, c *call, w http.ResponseWriter, r *http.Request) 
 	return true
 }
 
-func (o openAI) admit(c *call, r *http.Request, apiKey string) *apiError {
+func (o openAIChat) admit(c *call, r *http.Request, apiKey string) *apiError {
 	if apiKey == "" {
 		return nil
 	}
@@ -120,7 +120,7 @@ type oaTool struct {
 
 const oaParseError = "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"
 
-func (o openAI) decode(body []byte) (*request, *apiError) {
+func (o openAIChat) decode(body []byte) (*request, *apiError) {
 	bad := func(msg, param, code string) (*request, *apiError) {
 		return nil, newAPIError(http.StatusBadRequest, "invalid_request_error", code, msg, param)
 	}
@@ -218,7 +218,7 @@ func (o openAI) decode(body []byte) (*request, *apiError) {
 	return req, nil
 }
 
-func (o openAI) statusError(c *call, status int, sc *Script) *apiError {
+func (o openAIChat) statusError(c *call, status int, sc *Script) *apiError {
 	org := c.id("org-", 24, 7)
 	model := "gpt-4o"
 	if c.req != nil {
@@ -270,25 +270,25 @@ func (o openAI) statusError(c *call, status int, sc *Script) *apiError {
 	return e.override(sc)
 }
 
-func (o openAI) streamError(c *call, sc *Script) *apiError {
+func (o openAIChat) streamError(c *call, sc *Script) *apiError {
 	e := newAPIError(http.StatusInternalServerError, "server_error", "",
 		"The server had an error while processing your request. Sorry about that!", "")
 	return e.override(sc)
 }
 
-func (o openAI) badRequest(c *call, msg string) *apiError {
+func (o openAIChat) badRequest(c *call, msg string) *apiError {
 	return newAPIError(http.StatusBadRequest, "invalid_request_error", "", msg, "")
 }
 
-func (o openAI) notFound(r *http.Request) *apiError {
+func (o openAIChat) notFound(r *http.Request) *apiError {
 	return newAPIError(http.StatusNotFound, "invalid_request_error", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "")
 }
 
-func (o openAI) methodError(r *http.Request) *apiError {
+func (o openAIChat) methodError(r *http.Request) *apiError {
 	return newAPIError(http.StatusMethodNotAllowed, "invalid_request_error", "", fmt.Sprintf("Invalid method for URL (%s %s)", r.Method, r.URL.Path), "")
 }
 
-func (o openAI) errorJSON(e *apiError) []byte {
+func (o openAIChat) errorJSON(e *apiError) []byte {
 	type body struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
@@ -301,7 +301,7 @@ func (o openAI) errorJSON(e *apiError) []byte {
 	return b
 }
 
-func (o openAI) writeError(c *call, w http.ResponseWriter, e *apiError) {
+func (o openAIChat) writeError(c *call, w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	o.headers(c, h, e.status)
 	setRetryHeaders(h, e)
@@ -310,9 +310,9 @@ func (o openAI) writeError(c *call, w http.ResponseWriter, e *apiError) {
 	w.Write(append(o.errorJSON(e), '\n'))
 }
 
-func (o openAI) requestID(c *call) string { return c.hexID("req_", 32, 1) }
+func (o openAIChat) requestID(c *call) string { return c.hexID("req_", 32, 1) }
 
-func (o openAI) headers(c *call, h http.Header, status int) {
+func (o openAIChat) headers(c *call, h http.Header, status int) {
 	h.Set("x-request-id", o.requestID(c))
 	h.Set("openai-processing-ms", strconv.FormatInt(c.elapsedMS(), 10))
 	h.Set("openai-version", "2020-10-01")
@@ -330,13 +330,13 @@ func (o openAI) headers(c *call, h http.Header, status int) {
 }
 
 // oaIDs are the per-answer ids shared by a non-streaming body and its chunks.
-func (o openAI) completionID(c *call) string { return c.id("chatcmpl-", 29, 2) }
-func (o openAI) fingerprint(c *call) string  { return c.hexID("fp_", 10, 3) }
-func (o openAI) callID(c *call, i int) string {
+func (o openAIChat) completionID(c *call) string { return c.id("chatcmpl-", 29, 2) }
+func (o openAIChat) fingerprint(c *call) string  { return c.hexID("fp_", 10, 3) }
+func (o openAIChat) callID(c *call, i int) string {
 	return c.id("call_", 24, 100+uint64(i))
 }
 
-func (o openAI) finishReason(a *answer) string {
+func (o openAIChat) finishReason(a *answer) string {
 	switch a.stop {
 	case stopLength:
 		return "length"
@@ -362,7 +362,7 @@ type oaUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
-func (o openAI) usage(a *answer) oaUsage {
+func (o openAIChat) usage(a *answer) oaUsage {
 	u := oaUsage{PromptTokens: a.input, CompletionTokens: a.output, TotalTokens: a.input + a.output}
 	u.PromptTokensDetails.CachedTokens = a.cached
 	return u
@@ -379,7 +379,7 @@ type oaToolCall struct {
 	Function oaFunction `json:"function"`
 }
 
-func (o openAI) body(c *call, a *answer) []byte {
+func (o openAIChat) body(c *call, a *answer) []byte {
 	type message struct {
 		Role        string       `json:"role"`
 		Content     *string      `json:"content"`
@@ -428,7 +428,7 @@ type chunker struct {
 	includeUsage bool
 }
 
-func (o openAI) chunker(c *call, model string, includeUsage bool) *chunker {
+func (o openAIChat) chunker(c *call, model string, includeUsage bool) *chunker {
 	head := fmt.Appendf(nil, `data: {"id":%s,"object":"chat.completion.chunk","created":%d,"model":%s,"service_tier":"default","system_fingerprint":%s,"choices":`,
 		jsonText(o.completionID(c)), c.start.Unix(), jsonText(model), jsonText(o.fingerprint(c)))
 	return &chunker{head: head, includeUsage: includeUsage}
@@ -452,7 +452,7 @@ func (k *chunker) delta(delta string, finish string) []byte {
 	return append(b, "}\n\n"...)
 }
 
-func (o openAI) events(c *call, a *answer) []event {
+func (o openAIChat) events(c *call, a *answer) []event {
 	k := o.chunker(c, a.model, c.req.includeUsage)
 	var evs []event
 	add := func(kind eventKind, b []byte) { evs = append(evs, event{kind, b}) }
@@ -488,11 +488,11 @@ func (o openAI) events(c *call, a *answer) []event {
 	return evs
 }
 
-func (o openAI) errorEvent(c *call, e *apiError) []byte {
+func (o openAIChat) errorEvent(c *call, e *apiError) []byte {
 	return append(append([]byte("data: "), o.errorJSON(e)...), "\n\n"...)
 }
 
-func (o openAI) malformedEvent(c *call) []byte {
+func (o openAIChat) malformedEvent(c *call) []byte {
 	model := ""
 	if c.req != nil {
 		model = c.req.model
