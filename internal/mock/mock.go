@@ -88,6 +88,8 @@ type Mock struct {
 	wire wire
 	opts Options
 	tag  uint64 // seeds the mock's deterministic ids
+	// maxBody bounds request bodies (maxBodyDefault; tests lower it).
+	maxBody int64
 
 	seq       atomic.Uint64
 	inflight  atomic.Int64 // generation requests being answered (tests watch it)
@@ -114,7 +116,7 @@ func New(kind string, opts Options) (*Mock, error) {
 	}
 	h := fnv.New64a()
 	io.WriteString(h, kind+"\x00"+opts.Name)
-	m := &Mock{kind: kind, wire: wf, opts: opts, tag: h.Sum64(), done: make(chan struct{})}
+	m := &Mock{kind: kind, wire: wf, opts: opts, tag: h.Sum64(), maxBody: maxBodyDefault, done: make(chan struct{})}
 	if err := m.SetFault(opts.Fault); err != nil {
 		return nil, err
 	}

@@ -7,14 +7,15 @@ import (
 	"strconv"
 )
 
-// maxBody is the largest request body accepted: Anthropic's documented 32 MB
-// Messages limit (OpenAI's is not documented; the same bound is used).
-const maxBody = 32 << 20
+// maxBodyDefault is the largest request body accepted: Anthropic's
+// documented 32 MB Messages limit (OpenAI's is not documented; the same
+// bound is used).
+const maxBodyDefault = 32 << 20
 
 // generate answers one generation request: record it, check it as the real
 // provider would, then apply the fault script and answer.
 func (m *Mock) generate(c *call, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, m.maxBody))
 	m.record(r, body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
