@@ -84,9 +84,3 @@ func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10
 
 // AppendBool appends true or false.
 func AppendBool(dst []byte, b bool) []byte { return strconv.AppendBool(dst, b) }
-
-// AppendKey appends a quoted object key and its colon. Keys are usually
-// constants: callers append them as literals instead.
-func AppendKey(dst []byte, k string) []byte {
-	return append(AppendString(dst, k), ':')
-}

@@ -182,37 +182,45 @@ func (s *scanner) str() (string, *failure.Public) {
 // decoded as encoding/json does (invalid bytes and lone surrogates become
 // U+FFFD).
 func (s *scanner) rawString() ([]byte, *failure.Public) {
-	s.i++ // opening quote
-	start := s.i
+	b := s.b
+	start := s.i + 1 // after the opening quote
+	i := start
 	slow := false
 	for {
 		// Find the next quote with the vectorised IndexByte, then check the
-		// bytes before it in one tight loop.
-		q := bytes.IndexByte(s.b[s.i:], '"')
+		// bytes before it in a tight loop.
+		q := bytes.IndexByte(b[i:], '"')
 		if q < 0 {
-			s.i = len(s.b)
+			s.i = len(b)
 			return nil, s.syntax("unexpected end of input in string")
 		}
-		end := s.i + q
-		for ; s.i < end; s.i++ {
-			c := s.b[s.i]
-			if c-0x20 < 0x60 && c != '\\' { // printable ASCII
-				continue
+		end := i + q
+		for i < end {
+			seg := b[i:end]
+			k := 0
+			for k < len(seg) && seg[k]-0x20 < 0x60 && seg[k] != '\\' { // printable ASCII
+				k++
 			}
-			switch {
+			i += k
+			if i == end {
+				break
+			}
+			switch c := b[i]; {
 			case c == '\\':
 				slow = true
-				s.i++ // the escaped byte; an escaped quote is skipped too
+				i += 2 // the escaped byte too; an escaped quote may be skipped
 			case c < 0x20:
+				s.i = i
 				return nil, s.syntax("invalid control character in string")
 			default:
-				slow = true // non-ASCII: validated below
+				slow = true // non-ASCII, validated below
+				i++
 			}
 		}
-		if s.i > end { // the quote was escaped: look for the next one
+		if i > end { // the quote was escaped: look for the next one
 			continue
 		}
-		raw := s.b[start:end]
+		raw := b[start:end]
 		s.i = end + 1
 		if !slow || (!hasBackslash(raw) && utf8.Valid(raw)) {
 			return raw, nil
@@ -221,28 +229,25 @@ func (s *scanner) rawString() ([]byte, *failure.Public) {
 	}
 }
 
-func hasBackslash(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
-}
+func hasBackslash(b []byte) bool { return bytes.IndexByte(b, '\\') >= 0 }
 
 func (s *scanner) unescape(start int, raw []byte) ([]byte, *failure.Public) {
 	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c >= utf8.RuneSelf {
+		// Copy a run of plain ASCII at once.
+		k := i
+		for k < len(raw) && raw[k] < utf8.RuneSelf && raw[k] != '\\' {
+			k++
+		}
+		out = append(out, raw[i:k]...)
+		i = k
+		if i == len(raw) {
+			break
+		}
+		if c := raw[i]; c >= utf8.RuneSelf {
 			r, n := utf8.DecodeRune(raw[i:])
 			out = utf8.AppendRune(out, r) // RuneError for an invalid byte
 			i += n
-			continue
-		}
-		if c != '\\' {
-			out = append(out, c)
-			i++
 			continue
 		}
 		if i+1 >= len(raw) {

@@ -18,7 +18,7 @@ type encoder struct {
 	// post closes a content chunk: `,"logprobs":null,"finish_reason":null}]`
 	// plus `,"usage":null` when the caller asked for usage, then `}` and the
 	// blank line.
-	post         []byte
+	post         string
 	includeUsage bool
 }
 
@@ -39,7 +39,7 @@ func (*Dialect) NewEncoder(m dialect.Meta, req *canonical.Request) dialect.Encod
 	if req.IncludeUsage {
 		post = `,"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n"
 	}
-	return &encoder{pre: pre, head: head, post: []byte(post), includeUsage: req.IncludeUsage}
+	return &encoder{pre: pre, head: head, post: post, includeUsage: req.IncludeUsage}
 }
 
 // Start writes the role chunk.
