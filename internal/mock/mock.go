@@ -2,13 +2,20 @@
 // provider's real wire format (success and error bodies, headers, streams).
 //
 // A Mock is an http.Handler. Its answers are deterministic: the reply text
-// begins "mock <name>", every content delta is at most 4 bytes, and usage
-// reports exactly as many output tokens as content deltas. Faults are chosen
-// by a script (see ParseScript): mock-wide (Options.Fault, SetFault, or
-// PUT /_mock/fault) or per request (header X-Mock-Fault, which overrides the
-// mock-wide script for that request).
+// begins "mock <name> " (then filler words), every content delta (text,
+// refusal or tool-argument fragment) is at most 4 bytes, and usage reports
+// exactly as many output tokens as there are content deltas, streamed or
+// not. Prompt tokens total ceil(len(body)/4); cached=N takes N of them from
+// the cache (OpenAI: cached_tokens within prompt_tokens; Anthropic:
+// cache_read_input_tokens, apart from input_tokens).
 //
-// Script items:
+// A request's max tokens below the text's token count stops it early
+// (finish_reason "length", stop_reason "max_tokens"); stop sequences cut the
+// text before the match. Tool-call answers are not shortened.
+//
+// Faults are chosen by a script (see ParseScript): mock-wide (Options.Fault,
+// SetFault, or PUT /_mock/fault) or per request (header X-Mock-Fault, which
+// replaces the mock-wide script for that request). Script items:
 //
 //	status=N          answer N with the provider's real error body for N
 //	error_type=X      override the error type (with status= or error_after=)
@@ -21,12 +28,13 @@
 //	stall_after=K     stream K content events, then go silent
 //	die_after=K       stream K content events, then cut the connection
 //	error_after=K     stream K content events, then the provider's in-stream error
-//	malformed_after=K after K content events, send one broken JSON event
+//	malformed_after=K after K content events, one broken JSON event (then the rest)
 //	no_terminal       omit the stream's terminal event ([DONE], message_stop)
 //	refusal           answer with a refusal
 //	event_delay=D     wait D between stream events
 //	tokens=N cached=N tool=name tools=N args={json}   shape the answer
-//	p=F               apply the fault part with probability F (seeded)
+//	p=F               apply the fault part (all but the shaping items) with
+//	                  probability F; seeded, and SetFault restarts the sequence
 //	times=N           mock-wide only: apply to the next N requests, then heal
 //
 // The *_after faults fire before the (K+1)-th content event, or before the
@@ -37,7 +45,16 @@
 // Anthropic 529 overloaded_error); malformed_after → 200 with a truncated,
 // unparsable body and a clean close; no_terminal and event_delay → ignored.
 //
-// A new wire format is one new file implementing the wire interface.
+// Refusals: OpenAI sends message.refusal (content null) or delta.refusal
+// fragments; Anthropic sends no content (unless tokens= is given: text
+// first, then the cut) and stop_reason "refusal" with stop_details.
+//
+// Stalls end when the client goes away; Close cuts those still held, so a
+// server shutdown is never blocked by them. OpenAI's optional stream
+// obfuscation padding is not emitted.
+//
+// A new wire format is one new file implementing the wire interface, plus
+// its case in New.
 package mock
 
 import (
