@@ -26,6 +26,8 @@ type Meta struct {
 type Dialect interface {
 	// Name is the dialect's id, e.g. "openai-chat".
 	Name() string
+	// IDPrefix starts every public response id, e.g. "chatcmpl-".
+	IDPrefix() string
 	// Decode validates and decodes a request body. Bad input returns a
 	// *failure.Public naming the field.
 	Decode(body []byte, h http.Header) (*canonical.Request, *failure.Public)

@@ -180,6 +180,10 @@ func (m *Mock) Requests() []Received {
 	return append([]Received(nil), m.reqs...)
 }
 
+// Active is the number of generation requests being answered right now
+// (a stalled one stays active until its client goes away).
+func (m *Mock) Active() int { return int(m.inflight.Load()) }
+
 // Count returns the number of generation requests received.
 func (m *Mock) Count() int {
 	m.mu.Lock()

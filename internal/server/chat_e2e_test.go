@@ -412,7 +412,13 @@ func TestChatCallerDisconnectStopsUpstream(t *testing.T) {
 		t.Fatal("want an error after cancelling")
 	}
 	// The gateway must neither fail over nor keep the upstream call open.
-	// ACTIVE-CHECK
+	deadline := time.Now().Add(5 * time.Second)
+	for h.mocks["primary"].Active() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := h.mocks["primary"].Active(); n != 0 {
+		t.Errorf("%d upstream requests still open after the caller left", n)
+	}
 	if c := h.counts(); c["secondary"] != 0 {
 		t.Errorf("a caller disconnect walked the chain: %v", c)
 	}
@@ -431,5 +437,23 @@ func TestModelsList(t *testing.T) {
 	}
 	if fmt.Sprint(ids) != "["+publicModel+"]" {
 		t.Errorf("models = %v", ids)
+	}
+}
+
+// cancelAfterChunks starts a stream and walks away after n chunks.
+func cancelAfterChunks(t *testing.T, h *harness, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := h.client()
+	s := c.Chat.Completions.NewStreaming(ctx, hello())
+	got := 0
+	for s.Next() {
+		if got++; got == n {
+			cancel()
+		}
+	}
+	if s.Err() == nil {
+		t.Fatal("want an error after cancelling")
 	}
 }

@@ -69,7 +69,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.route = rr
-	c.meta = dialect.Meta{ID: c.id, Model: rr.Pool.Model, Created: c.start.Unix()}
+	c.meta = dialect.Meta{ID: h.d.IDPrefix() + c.id, Model: rr.Pool.Model, Created: c.start.Unix()}
 
 	p := &engine.Plan{RequestID: c.id, IdempotencyBase: c.id, Model: rr.Pool.Model}
 	if k := r.Header.Get("Idempotency-Key"); k != "" {

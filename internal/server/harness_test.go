@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/health"
 	"github.com/spillway-gw/spillway/internal/mock"
 	"github.com/spillway-gw/spillway/internal/provider"
 	anthropicprov "github.com/spillway-gw/spillway/internal/provider/anthropic"
@@ -35,7 +37,21 @@ type harness struct {
 	gw    *httptest.Server
 	mocks map[string]*mock.Mock
 	cfg   *catalog.Config
+	// clock drives health: tests move it instead of sleeping.
+	clock *fakeClock
 }
+
+// adminKey is the harness gateway's admin key.
+const adminKey = "admin-secret"
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // silence bounds short enough to test, long enough for a loaded CI machine.
 const (
@@ -48,7 +64,7 @@ const (
 
 func newHarness(t *testing.T, rungs ...rungSpec) *harness {
 	t.Helper()
-	h := &harness{t: t, mocks: map[string]*mock.Mock{}}
+	h := &harness{t: t, mocks: map[string]*mock.Mock{}, clock: &fakeClock{now: time.Now()}}
 	cfg := &catalog.Config{}
 	pool := catalog.Pool{ID: "pool", Model: exactModel,
 		Equivalence: &catalog.Equivalence{By: "test", Date: "2026-11-29", Evidence: "sha256:test"}}
@@ -80,7 +96,8 @@ func newHarness(t *testing.T, rungs ...rungSpec) *harness {
 	reg.Register(catalog.KindOpenAI, openaiprov.New())
 	reg.Register(catalog.KindAnthropic, anthropicprov.New())
 	log := slog.New(slog.DiscardHandler)
-	gw := server.New(server.Options{Catalog: catalog.NewHolder(snap), Registry: reg, Log: log})
+	gw := server.New(server.Options{Catalog: catalog.NewHolder(snap), Registry: reg, Log: log,
+		Health: health.NewTracker(h.clock), AdminKey: adminKey})
 	h.gw = httptest.NewServer(gw)
 	t.Cleanup(h.gw.Close)
 	return h

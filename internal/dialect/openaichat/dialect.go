@@ -16,3 +16,6 @@ func New() *Dialect { return &Dialect{} }
 
 // Name is the dialect's id.
 func (*Dialect) Name() string { return "openai-chat" }
+
+// IDPrefix starts the public completion id, as OpenAI's do.
+func (*Dialect) IDPrefix() string { return "chatcmpl-" }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/server"
+)
+
+// runHealth prints a running gateway's deployment health as a table.
+func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("health", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "http://127.0.0.1:8080", "the gateway's base URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	key := os.Getenv("SPILLWAY_ADMIN_KEY")
+	if key == "" {
+		return fmt.Errorf("set SPILLWAY_ADMIN_KEY to the gateway's admin key")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*base, "/")+"/v1/admin/health", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var rep server.HealthReport
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		return fmt.Errorf("reading the report: %w", err)
+	}
+	printHealth(stdout, &rep, time.Now())
+	return nil
+}
+
+func printHealth(w io.Writer, rep *server.HealthReport, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEPLOYMENT\tSTATE\tREASON\tSINCE\tRETRY IN\tATTEMPTS\tOK\tFAILED\tSKIPPED\tERR RATE\tP95 TTFT")
+	for _, d := range rep.Deployments {
+		var failed int64
+		for _, n := range d.Failures {
+			failed += n
+		}
+		retry := "-"
+		if d.RetryAt != nil && d.RetryAt.After(now) {
+			retry = d.RetryAt.Sub(now).Round(time.Second).String()
+		}
+		if d.ThrottledUntil != nil && d.ThrottledUntil.After(now) {
+			retry = d.ThrottledUntil.Sub(now).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\t%d\t%d\t%d\t%d\t%.1f%%\t%.0fms\n", d.Deployment, d.State, orDash(d.Reason),
+			now.Sub(d.Since).Round(time.Second), retry, d.Attempts, d.Successes, failed, d.Skipped, 100*d.ErrorRate, d.P95Millis)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "ROUTE\tPOOL\tEXACT MODEL\tHEALTHY RUNGS")
+	for _, r := range rep.Routes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\n", r.Model, r.Pool, r.ExactModel, r.HealthyRungs, r.Rungs)
+	}
+	_ = tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/mock"
+	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/provider/anthropic"
+	"github.com/spillway-gw/spillway/internal/provider/openai"
+	"github.com/spillway-gw/spillway/internal/server"
+)
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "examples/mock.yaml", "config file")
+	listen := fs.String("listen", "", "listen address (overrides server.listen)")
+	reload := fs.Duration("reload-every", 2*time.Second, "how often to check the config file for changes (0 = never)")
+	withMocks := fs.Bool("mocks", false, "also run the built-in mock provider of every loopback deployment, on its configured address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	snap, err := catalog.LoadSnapshot(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *withMocks {
+		stop, err := startConfiguredMocks(ctx, snap, stdout)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	holder := catalog.NewHolder(snap)
+	if *reload > 0 {
+		go holder.Watch(ctx, *cfgPath, *reload, log)
+	}
+	gw := newGateway(holder, log)
+	addr := snap.Config().Server.Listen
+	if *listen != "" {
+		addr = *listen
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "spillway listening on http://%s (config %s)\n", ln.Addr(), *cfgPath)
+	return serveHTTP(ctx, ln, gw, snap.Config().Server, log)
+}
+
+// registry lists every provider adapter spillway ships.
+func registry() *provider.Registry {
+	r := provider.NewRegistry()
+	r.Register(catalog.KindOpenAI, openai.New())
+	r.Register(catalog.KindAnthropic, anthropic.New())
+	return r
+}
+
+func newGateway(holder *catalog.Holder, log *slog.Logger) *server.Server {
+	return server.New(server.Options{
+		Catalog:  holder,
+		Registry: registry(),
+		AdminKey: os.Getenv("SPILLWAY_ADMIN_KEY"),
+		Log:      log,
+	})
+}
+
+// startConfiguredMocks runs a mock provider on the address of every
+// loopback deployment, so a mock config serves with no other process.
+func startConfiguredMocks(ctx context.Context, snap *catalog.Snapshot, stdout io.Writer) (func(), error) {
+	var stops []func()
+	stopAll := func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	seen := map[string]bool{}
+	for _, d := range snap.Deployments() {
+		u, err := url.Parse(d.BaseURL)
+		if err != nil || (u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost") || seen[u.Host] {
+			continue
+		}
+		seen[u.Host] = true
+		m, err := mock.New(d.Provider, mock.Options{Name: d.ID})
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("mock for %s: %w", d.ID, err)
+		}
+		ln, err := net.Listen("tcp", u.Host)
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("mock for %s: %w", d.ID, err)
+		}
+		stops = append(stops, serveBackground(ln, m))
+		fmt.Fprintf(stdout, "mock %s provider for %s on http://%s\n", d.Provider, d.ID, ln.Addr())
+	}
+	return stopAll, nil
+}
+
+// serveBackground serves h on ln until the returned stop is called.
+func serveBackground(ln net.Listener, h http.Handler) func() {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}
+}
+
+// serveHTTP serves until ctx ends, then drains in-flight requests for the
+// configured grace period.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, sc catalog.Server, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: sc.ReadHeaderTimeout.D(),
+		IdleTimeout:       sc.IdleTimeout.D(),
+		// No WriteTimeout: streams legitimately last minutes; each attempt
+		// is bounded by its deployment's silence bounds instead.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	grace := sc.ShutdownGrace.D()
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return err
+}
