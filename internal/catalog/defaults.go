@@ -32,6 +32,11 @@ func (c *Config) ApplyDefaults() {
 	for i := range c.Deployments {
 		d := &c.Deployments[i]
 		setDefault(&d.Funding, FundingHost)
+		if a := d.AWS; a != nil {
+			setDefault(&a.AccessKeyEnv, "AWS_ACCESS_KEY_ID")
+			setDefault(&a.SecretKeyEnv, "AWS_SECRET_ACCESS_KEY")
+			setDefault(&a.SessionTokenEnv, "AWS_SESSION_TOKEN")
+		}
 		d.BaseURL = strings.TrimRight(d.BaseURL, "/")
 		t := &d.Timeouts
 		setDefault(&t.Total, Duration(DefaultTotalTimeout))

@@ -63,8 +63,13 @@ type Deployment struct {
 	// The secret itself never sits in the file. Empty means no credential
 	// (e.g. a local vLLM).
 	CredentialEnv string `yaml:"credential_env"`
-	// Region is the provider region, when it has one. Optional.
+	// Region is the provider region, when it has one (Bedrock: required
+	// for SigV4 signing). Optional.
 	Region string `yaml:"region"`
+	// AWS names the environment variables of SigV4 keys, for a Bedrock
+	// deployment that does not use a Bedrock API key (credential_env).
+	// Nil means none.
+	AWS *AWSCredentialEnv `yaml:"aws"`
 	// Funding is "host" (default) or "byok". Empty means "host".
 	Funding string `yaml:"funding"`
 	// Price is per million tokens in USD. Nil means unknown: a host-funded
@@ -84,6 +89,17 @@ type Deployment struct {
 
 	// Line is the line of the deployment in its file (set by Load).
 	Line int `yaml:"-"`
+}
+
+// AWSCredentialEnv names the environment variables holding AWS keys.
+type AWSCredentialEnv struct {
+	// AccessKeyEnv holds the access key id. Default AWS_ACCESS_KEY_ID.
+	AccessKeyEnv string `yaml:"access_key_env"`
+	// SecretKeyEnv holds the secret key. Default AWS_SECRET_ACCESS_KEY.
+	SecretKeyEnv string `yaml:"secret_key_env"`
+	// SessionTokenEnv holds a session token, for temporary credentials.
+	// Default AWS_SESSION_TOKEN (optional: empty means none).
+	SessionTokenEnv string `yaml:"session_token_env"`
 }
 
 // Price is USD per million tokens. Every rate is ≥ 0; a zero rate is a

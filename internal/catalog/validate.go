@@ -104,6 +104,22 @@ func (c *Config) validateDeployments(p *problems) map[string]int {
 		if d.Model == "" {
 			p.add(f("model"), d.Line, "required (the provider's own model id)")
 		}
+		if a := d.AWS; a != nil {
+			if d.Provider != KindBedrock {
+				p.add(f("aws"), d.Line, "AWS keys sign Bedrock requests only; provider is %q", d.Provider)
+			}
+			if d.CredentialEnv != "" {
+				p.add(f("aws"), d.Line, "give either credential_env (a Bedrock API key) or aws (SigV4 keys), not both")
+			}
+			if d.Region == "" {
+				p.add(f("region"), d.Line, "required to sign Bedrock requests with AWS keys")
+			}
+			for _, e := range []struct{ name, v string }{{"access_key_env", a.AccessKeyEnv}, {"secret_key_env", a.SecretKeyEnv}, {"session_token_env", a.SessionTokenEnv}} {
+				if e.v != "" && !envVarRE.MatchString(e.v) {
+					p.add(f("aws."+e.name), d.Line, "%q is not an environment variable name", e.v)
+				}
+			}
+		}
 		if d.CredentialEnv != "" && !envVarRE.MatchString(d.CredentialEnv) {
 			p.add(f("credential_env"), d.Line, "%q is not an environment variable name; name the variable, never put the secret in the file", d.CredentialEnv)
 		}

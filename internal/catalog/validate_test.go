@@ -68,6 +68,7 @@ func TestValidateRefusals(t *testing.T) {
 		{"price NaN", []string{"output_per_mtok: 8}", "output_per_mtok: .nan}"}, []want{{6, "deployments[0].price.output_per_mtok", "finite"}}},
 		{"price Inf", []string{"output_per_mtok: 8}", "output_per_mtok: .inf, cached_input_per_mtok: -1}"},
 			[]want{{6, "deployments[0].price.output_per_mtok", "finite"}, {6, "deployments[0].price.cached_input_per_mtok", "≥ 0"}}},
+		{"aws keys on a non-bedrock deployment", []string{"    model: gpt-4.1\n", "    model: gpt-4.1\n    aws: {}\n"}, []want{{2, "deployments[0].region", "required to sign"}, {6, "deployments[0].aws", "Bedrock requests only"}}},
 		{"health negative", []string{"    model: gpt-4.1\n", "    model: gpt-4.1\n    health:\n      open_for: -1s\n"}, []want{{7, "deployments[0].health.open_for", "negative"}}},
 		{"health error rate over 1", []string{"    model: gpt-4.1\n", "    model: gpt-4.1\n    health:\n      max_error_rate: 1.5\n"}, []want{{7, "deployments[0].health.max_error_rate", "at most 1"}}},
 		{"health unknown key", []string{"    model: gpt-4.1\n", "    model: gpt-4.1\n    health:\n      threshold: 3\n"}, []want{{7, "deployments[0].health.threshold", "unknown key"}}},

@@ -22,8 +22,12 @@ type Target struct {
 	BaseURL string
 	// Model is the provider's own model id.
 	Model string
-	// APIKey is the resolved credential (never written to config or logs).
+	// APIKey is the resolved credential (never written to config or logs):
+	// a bearer token, x-api-key or x-goog-api-key value, or a Bedrock API
+	// key. Empty for a Bedrock deployment that signs with AWS keys instead.
 	APIKey string
+	// AWS holds SigV4 keys for a Bedrock deployment without an API key.
+	AWS *AWSKeys
 	// Region is the provider region, when it has one.
 	Region string
 	// MaxOutputTokens is the deployment's output cap; adapters whose
@@ -33,6 +37,14 @@ type Target struct {
 	IdempotencyKey string
 	// HTTP is the client to use; its transport carries the connect timeout.
 	HTTP *http.Client
+}
+
+// AWSKeys are resolved AWS credentials for SigV4 signing.
+type AWSKeys struct {
+	AccessKeyID     string
+	SecretAccessKey string
+	// SessionToken is set for temporary credentials.
+	SessionToken string
 }
 
 // Adapter speaks one provider's wire format. Errors are *failure.Error

@@ -65,6 +65,13 @@ func (s *Server) buildRuntime(snap *catalog.Snapshot, old *runtime) *runtime {
 				tpl.missing = "credential environment variable " + d.CredentialEnv + " is not set"
 			}
 		}
+		var aws *provider.AWSKeys
+		if a := d.AWS; a != nil {
+			aws = &provider.AWSKeys{AccessKeyID: getenv(a.AccessKeyEnv), SecretAccessKey: getenv(a.SecretKeyEnv), SessionToken: getenv(a.SessionTokenEnv)}
+			if aws.AccessKeyID == "" || aws.SecretAccessKey == "" {
+				tpl.missing = "AWS key environment variables " + a.AccessKeyEnv + "/" + a.SecretKeyEnv + " are not set"
+			}
+		}
 		// Keep the old client (and its warm connections) when nothing that
 		// shapes it changed.
 		var client *http.Client
@@ -81,6 +88,7 @@ func (s *Server) buildRuntime(snap *catalog.Snapshot, old *runtime) *runtime {
 			BaseURL:         d.BaseURL,
 			Model:           d.Model,
 			APIKey:          key,
+			AWS:             aws,
 			Region:          d.Region,
 			MaxOutputTokens: d.MaxOutputTokens,
 			HTTP:            client,
