@@ -1,0 +1,191 @@
+// Package ledger is spillway's content-free, durable record of money and
+// identity: virtual keys, budgets, one reservation and one settlement per
+// customer request, one row per physical attempt, and usage queries over
+// them. No prompt or response column exists anywhere in it.
+//
+// Writes go through a group-commit Writer so that they stay off the
+// response's hot path; Store implementations (SQLite embedded by default,
+// PostgreSQL for several replicas) persist batches atomically.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a key or budget does not exist.
+var ErrNotFound = errors.New("ledger: not found")
+
+// Key is a virtual key as stored: the secret itself is never stored, only
+// its SHA-256 hash.
+type Key struct {
+	ID   string // public id, e.g. "key_3f9a…"; shown in lists and usage
+	Hash []byte // SHA-256 of the secret
+	// Prefix is the first characters of the secret, to recognise it in lists.
+	Prefix string
+	Org    string
+	Team   string
+	// Models restricts the key to these public model names; empty = all.
+	Models    []string
+	CreatedAt time.Time
+	// RevokedAt is zero while the key is valid.
+	RevokedAt time.Time
+}
+
+// Scope kinds for budgets and limits.
+const (
+	ScopeOrg   = "org"
+	ScopeTeam  = "team"
+	ScopeKey   = "key"
+	ScopeModel = "model"
+)
+
+// Budget is the limits of one scope. Nil or zero fields mean "no limit".
+type Budget struct {
+	Scope string // org, team, key, model
+	ID    string // the org/team name, key id, or public model name
+	// CreditMicroUSD is the total that may ever be spent (a balance).
+	CreditMicroUSD *int64
+	// DailyCapMicroUSD is the most that may be spent per UTC day.
+	DailyCapMicroUSD *int64
+	RPM              int // requests per minute; 0 = no limit
+	TPM              int // tokens per minute; 0 = no limit
+	UpdatedAt        time.Time
+}
+
+// Reservation is the worst-case hold made once per customer request
+// before any provider is called.
+type Reservation struct {
+	RequestID   string
+	KeyID       string
+	Org, Team   string
+	PublicModel string
+	AmountMicro int64
+	CreatedAt   time.Time
+}
+
+// Request is the one settled row of a customer request.
+type Request struct {
+	RequestID   string
+	Org, Team   string
+	KeyID       string
+	PublicModel string
+	// ExactModel and Deployment name what served; empty when nothing did.
+	ExactModel string
+	Deployment string
+	// RouteDepth is the serving rung's index in its pool (0 = primary); -1
+	// when nothing served.
+	RouteDepth int
+	Attempts   int
+	// Status: "ok", "interrupted" (broke after commit), "failed",
+	// "cancelled" (the caller left), "refused" (a gate said no).
+	Status string
+	// FailureClass is the final failure's class; "" when ok.
+	FailureClass string
+	InputTokens  int
+	OutputTokens int
+	CachedTokens int
+	CostMicroUSD int64
+	// CostStatus: "priced", "unpriced" (bring-your-own-key), "none" (nothing
+	// billable happened).
+	CostStatus       string
+	ReservedMicroUSD int64
+	// Streamed is true for a streamed answer.
+	Streamed     bool
+	FirstTokenMS int64
+	LatencyMS    int64
+	StartedAt    time.Time
+	FinishedAt   time.Time
+}
+
+// Attempt is one physical dispatch to one deployment.
+type Attempt struct {
+	RequestID    string
+	Seq          int // 0, 1, ... in dispatch order
+	Deployment   string
+	FailureClass string // "" when this attempt served
+	HTTPStatus   int    // provider status; 0 when no response
+	InputTokens  int
+	OutputTokens int
+	CostMicroUSD int64 // 0 for every failed hop
+	FirstByteMS  int64
+	DurationMS   int64
+	StartedAt    time.Time
+}
+
+// Settlement closes one reservation with its request row and attempt rows.
+type Settlement struct {
+	Request  Request
+	Attempts []Attempt
+}
+
+// Batch is what one group commit writes, atomically.
+type Batch struct {
+	Reservations []Reservation
+	Settlements  []Settlement
+}
+
+// Released is a reservation found open at start-up (the gateway died
+// between reserving and settling), now released.
+type Released struct {
+	Reservation
+}
+
+// Spend is what a scope spent: in total and on one UTC day.
+type Spend struct {
+	Scope      string
+	ID         string
+	TotalMicro int64
+	TodayMicro int64
+}
+
+// UsageQuery selects and groups settled requests.
+type UsageQuery struct {
+	From, To time.Time // [From, To); zero = unbounded
+	// GroupBy is any of "org", "team", "key", "model", "deployment", "day";
+	// empty = one total row.
+	GroupBy []string
+	// Filters restrict rows (e.g. {"key": "key_123"}); same names as GroupBy.
+	Filters map[string]string
+}
+
+// UsageRow is one group of a usage report.
+type UsageRow struct {
+	Group        map[string]string `json:"group"`
+	Requests     int64             `json:"requests"`
+	Succeeded    int64             `json:"succeeded"`
+	Failed       int64             `json:"failed"`
+	FailedOver   int64             `json:"failed_over"` // served by a rung past the first attempt
+	Attempts     int64             `json:"attempts"`
+	InputTokens  int64             `json:"input_tokens"`
+	OutputTokens int64             `json:"output_tokens"`
+	CachedTokens int64             `json:"cached_tokens"`
+	CostMicroUSD int64             `json:"cost_micro_usd"`
+}
+
+// Store persists the ledger. Implementations must be safe for concurrent
+// use; WriteBatch must be atomic (all of a batch or none of it).
+type Store interface {
+	// WriteBatch persists reservations and settlements in one transaction.
+	// A settlement whose request id already has a settled row is skipped,
+	// never written twice.
+	WriteBatch(ctx context.Context, b *Batch) error
+	// RecoverOpen releases every reservation without a settlement and
+	// returns them, for the start-up report.
+	RecoverOpen(ctx context.Context) ([]Released, error)
+	// Spends sums settled cost per scope, in total and since dayStart.
+	Spends(ctx context.Context, dayStart time.Time) ([]Spend, error)
+	// Usage reports settled requests.
+	Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+
+	CreateKey(ctx context.Context, k *Key) error
+	KeyByHash(ctx context.Context, hash []byte) (*Key, error)
+	Keys(ctx context.Context) ([]Key, error)
+	RevokeKey(ctx context.Context, id string, at time.Time) error
+
+	SetBudget(ctx context.Context, b *Budget) error
+	Budgets(ctx context.Context) ([]Budget, error)
+
+	Close() error
+}
