@@ -33,7 +33,7 @@ type rungSpec struct {
 
 // harness is mocks behind the gateway behind an httptest server.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	gw    *httptest.Server
 	mocks map[string]*mock.Mock
 	cfg   *catalog.Config
@@ -62,7 +62,7 @@ const (
 	testTotal = 2 * time.Second
 )
 
-func newHarness(t *testing.T, rungs ...rungSpec) *harness {
+func newHarness(t testing.TB, rungs ...rungSpec) *harness {
 	t.Helper()
 	h := &harness{t: t, mocks: map[string]*mock.Mock{}, clock: &fakeClock{now: time.Now()}}
 	cfg := &catalog.Config{}

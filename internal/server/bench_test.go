@@ -1,0 +1,56 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// BenchmarkDeadPrimary compares a request whose primary is healthy with one
+// whose primary's circuit is open: the open rung must cost nothing (no
+// dial, no attempt), so the two should be indistinguishable. Compare the
+// ns/op of the two sub-benchmarks.
+func BenchmarkDeadPrimary(b *testing.B) {
+	body := `{"model":"` + publicModel + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name   string
+		open   bool
+		served string
+	}{{"healthy-primary", false, "primary"}, {"open-primary", true, "secondary"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			h := newHarness(b, rungSpec{"primary", "openai"}, rungSpec{"secondary", "openai"})
+			if tc.open {
+				h.fault("primary", "status=503")
+				for i := 0; i < 2; i++ {
+					post(b, h, body)
+				}
+			}
+			before := h.mocks["primary"].Count()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if got := post(b, h, body); got != tc.served {
+						b.Errorf("served by %q, want %q", got, tc.served)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			if tc.open && h.mocks["primary"].Count() != before {
+				b.Errorf("the open primary received %d requests", h.mocks["primary"].Count()-before)
+			}
+		})
+	}
+}
+
+func post(b *testing.B, h *harness, body string) string {
+	resp, err := http.Post(h.gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.Header.Get("X-Spillway-Deployment")
+}
