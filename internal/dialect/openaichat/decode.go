@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -23,12 +24,12 @@ import (
 // so decoding costs one allocation for all unescaped text and the caller may
 // reuse body at once.
 func (*Dialect) Decode(body []byte, _ http.Header) (*canonical.Request, *failure.Public) {
-	s := scanner{b: bytes.Clone(body)}
+	s := scanner{jsonscan.New(bytes.Clone(body))}
 	req, p := decodeRequest(&s)
-	if p != nil && p != s.syntaxErr {
+	if p != nil && !s.IsSyntax(p) {
 		// A parse-then-validate server reports broken JSON before any
 		// field error, wherever in the body the break is.
-		if sp := validate(body); sp != nil {
+		if sp := jsonscan.Validate(body); sp != nil {
 			return nil, sp
 		}
 	}
@@ -49,13 +50,13 @@ type request struct {
 }
 
 func decodeRequest(s *scanner) (*canonical.Request, *failure.Public) {
-	if s.peek() != '{' {
-		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.kind())
+	if s.Peek() != '{' {
+		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.Kind())
 	}
-	s.open()
+	s.Open()
 	var r request
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil {
 			return nil, p
 		}
@@ -66,8 +67,8 @@ func decodeRequest(s *scanner) (*canonical.Request, *failure.Public) {
 			return nil, p
 		}
 	}
-	if s.peek() != 0 || s.i < len(s.b) {
-		return nil, s.syntax("invalid character after top-level value")
+	if p := s.End(); p != nil {
+		return nil, p
 	}
 	if p := r.check(); p != nil {
 		return nil, p
@@ -243,10 +244,10 @@ func (s *scanner) optObject(l loc) *failure.Public {
 	if isNull, p := s.skipNull(); isNull || p != nil {
 		return p
 	}
-	if s.peek() != '{' {
+	if s.Peek() != '{' {
 		return s.typeErr(l, "an object")
 	}
-	return s.skip()
+	return s.Skip()
 }
 
 func (s *scanner) rejectUnlessNull(l loc, why string) *failure.Public {
@@ -274,7 +275,7 @@ func (s *scanner) rejectUnlessEmptyObject(l loc, why string) *failure.Public {
 	if p := s.object(l); p != nil {
 		return p
 	}
-	_, ok, p := s.nextKey(true)
+	_, ok, p := s.NextKey(true)
 	if p != nil {
 		return p
 	}
@@ -293,7 +294,7 @@ func decodeModalities(s *scanner) *failure.Public {
 		return p
 	}
 	for i := 0; ; i++ {
-		ok, p := s.nextElem(i == 0)
+		ok, p := s.NextElem(i == 0)
 		if p != nil || !ok {
 			return p
 		}
@@ -310,11 +311,11 @@ func decodeModalities(s *scanner) *failure.Public {
 // decodeStop reads a string or an array of at most 4 non-empty strings.
 func decodeStop(s *scanner) ([]string, *failure.Public) {
 	l := field("stop")
-	switch s.peek() {
+	switch s.Peek() {
 	case 'n':
-		return nil, s.literal("null")
+		return nil, s.Literal("null")
 	case '"':
-		v, p := s.str()
+		v, p := s.Str()
 		if p == nil && v == "" {
 			p = bad(l, "Invalid 'stop': a stop sequence must not be empty.")
 		}
@@ -326,10 +327,10 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 	default:
 		return nil, s.typeErr(l, "a string or an array of strings")
 	}
-	s.open()
+	s.Open()
 	var out []string
 	for i := 0; ; i++ {
-		ok, p := s.nextElem(i == 0)
+		ok, p := s.NextElem(i == 0)
 		if p != nil {
 			return nil, p
 		}
@@ -360,7 +361,7 @@ func decodeStreamOptions(s *scanner) (given, includeUsage bool, p *failure.Publi
 		return false, false, p
 	}
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil || !ok {
 			return true, includeUsage, p
 		}

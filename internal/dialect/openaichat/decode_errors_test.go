@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 )
 
 // A minimal valid request to splice bad fields into.
@@ -49,7 +51,7 @@ var decodeErrorCases = []struct {
 	{"array body", `[1,2]`, "", "must be a JSON object, but got an array"},
 	{"string body", `"x"`, "", "must be a JSON object"},
 	{"type error before syntax error", `{"model":1,"messages":[}`, "", "not valid JSON"},
-	{"too deep", `{"metadata":` + strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2) + `}`, "", "nesting too deep"},
+	{"too deep", `{"metadata":` + strings.Repeat("[", jsonscan.MaxDepth+2) + strings.Repeat("]", jsonscan.MaxDepth+2) + `}`, "", "nesting too deep"},
 
 	// model and messages.
 	{"model missing", `{` + okMsgs + `}`, "model", "Missing required parameter: 'model'"},

@@ -1,10 +1,10 @@
 package openaichat
 
 import (
-	"math"
 	"strconv"
 	"strings"
 
+	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -71,73 +71,61 @@ func unsupported(l loc, why string) *failure.Public {
 }
 
 func (s *scanner) typeErr(l loc, want string) *failure.Public {
-	return bad(l, "Invalid type for '%s': expected %s, but got %s instead.", l, want, s.kind())
+	return bad(l, "Invalid type for '%s': expected %s, but got %s instead.", l, want, s.Kind())
 }
 
 // skipNull consumes a null if one is next. Optional fields treat null as
 // absent, as OpenAI does for its nullable parameters.
-func (s *scanner) skipNull() (bool, *failure.Public) { return s.null() }
+func (s *scanner) skipNull() (bool, *failure.Public) { return s.Null() }
 
 func (s *scanner) getString(l loc) (string, *failure.Public) {
-	if s.peek() != '"' {
+	if s.Peek() != '"' {
 		return "", s.typeErr(l, "a string")
 	}
-	return s.str()
+	return s.Str()
 }
 
 // getStringRaw is getString without the copy, for values only compared.
 func (s *scanner) getStringRaw(l loc) ([]byte, *failure.Public) {
-	if s.peek() != '"' {
+	if s.Peek() != '"' {
 		return nil, s.typeErr(l, "a string")
 	}
-	return s.rawString()
+	return s.RawString()
 }
 
 func (s *scanner) getBool(l loc) (bool, *failure.Public) {
-	if c := s.peek(); c != 't' && c != 'f' {
+	if c := s.Peek(); c != 't' && c != 'f' {
 		return false, s.typeErr(l, "a boolean")
 	}
-	return s.bool()
+	return s.Bool()
 }
 
-func isNumberStart(c byte) bool { return c == '-' || (c >= '0' && c <= '9') }
-
 func (s *scanner) getFloat(l loc) (float64, *failure.Public) {
-	if !isNumberStart(s.peek()) {
+	if !jsonscan.IsNumberStart(s.Peek()) {
 		return 0, s.typeErr(l, "a number")
 	}
-	b, p := s.number()
+	f, inRange, p := s.Float()
 	if p != nil {
 		return 0, p
 	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil { // out of range; the grammar was checked
+	if !inRange {
 		return 0, bad(l, "Invalid '%s': number out of range.", l)
 	}
 	return f, nil
 }
 
 func (s *scanner) getInt(l loc) (int, *failure.Public) {
-	if !isNumberStart(s.peek()) {
+	if !jsonscan.IsNumberStart(s.Peek()) {
 		return 0, s.typeErr(l, "an integer")
 	}
-	start := s.i
-	b, p := s.number()
+	n, isInt, p := s.Int()
 	if p != nil {
 		return 0, p
 	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			if b[0] == '-' {
-				return math.MinInt32, nil
-			}
-			return math.MaxInt32, nil
-		}
-		s.i = start
+	if !isInt {
 		return 0, bad(l, "Invalid type for '%s': expected an integer, but got a decimal number instead.", l)
 	}
-	return int(max(min(n, math.MaxInt32), math.MinInt32)), nil
+	return n, nil
 }
 
 // getRange reads an optional number within [lo, hi].
@@ -157,18 +145,18 @@ func (s *scanner) getRange(l loc, lo, hi float64) (*float64, *failure.Public) {
 
 // object checks that an object is next and consumes its '{'.
 func (s *scanner) object(l loc) *failure.Public {
-	if s.peek() != '{' {
+	if s.Peek() != '{' {
 		return s.typeErr(l, "an object")
 	}
-	s.open()
+	s.Open()
 	return nil
 }
 
 // array checks that an array is next and consumes its '['.
 func (s *scanner) array(l loc) *failure.Public {
-	if s.peek() != '[' {
+	if s.Peek() != '[' {
 		return s.typeErr(l, "an array")
 	}
-	s.open()
+	s.Open()
 	return nil
 }

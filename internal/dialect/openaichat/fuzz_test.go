@@ -57,49 +57,6 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// scannerCases are tricky inputs for the pull parser; encoding/json is the
-// oracle for each.
-var scannerCases = []string{
-	`"a\u00e9\ud83c\udf89\ud800x\"\\\/\b\f\n\r\t"`, "\"\xff\xc3\"", `"\\"`, `"\\\""`, `"a\"`, `"\"`, `"\`,
-	`"\ud83c\u0041"`, `"\udc00\ud800"`, `"\ud800\uZZZZ"`, `"\u12"`, `"\x"`, "\"\x1f\"", "\"\x7f\"", "\"\u2028\"",
-	`{"a":[1,-0.5e+3,true,false,null,{}]}`, `{"a\u0062":1}`, `[]`, `[1,]`, `[,1]`, `{"a":1,}`, `{,}`, `{"a"}`, `{"a":}`,
-	`01`, `-`, `1.`, `1e`, `1e+`, `-0`, `0.0e-0`, `tru`, `nul`, ` {"a" : 1 } `, `1 2`, "\ufeff{}", "",
-}
-
-func checkScanner(t *testing.T, b []byte) {
-	t.Helper()
-	if got, want := validate(b) == nil, json.Valid(b); got != want {
-		t.Fatalf("validate=%v json.Valid=%v for %q", got, want, b)
-	}
-	if len(b) == 0 || b[0] != '"' || !json.Valid(b) {
-		return
-	}
-	var want string
-	if err := json.Unmarshal(b, &want); err != nil {
-		t.Fatal(err)
-	}
-	s := scanner{b: b}
-	got, p := s.rawString()
-	if p != nil || string(got) != want {
-		t.Fatalf("rawString(%q) = %q, %v; encoding/json says %q", b, got, p, want)
-	}
-}
-
-func TestScannerMatchesEncodingJSON(t *testing.T) {
-	for _, c := range scannerCases {
-		checkScanner(t, []byte(c))
-	}
-}
-
-// FuzzScanner holds the pull parser to encoding/json: the same bodies are
-// valid, and strings decode to the same text.
-func FuzzScanner(f *testing.F) {
-	for _, c := range scannerCases {
-		f.Add([]byte(c))
-	}
-	f.Fuzz(checkScanner)
-}
-
 // FuzzEncoders checks that any text, id and name survive every encoder as
 // JSON that encoding/json reads back.
 func FuzzEncoders(f *testing.F) {

@@ -55,7 +55,7 @@ func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *fail
 	out = make([]canonical.Message, 0, 4)
 	n := 0
 	for ; ; n++ {
-		ok, p := s.nextElem(n == 0)
+		ok, p := s.NextElem(n == 0)
 		if p != nil {
 			return "", nil, p
 		}
@@ -152,7 +152,7 @@ func (m *message) decode(s *scanner, ml loc) *failure.Public {
 	}
 	m.imageAt, m.refusalAt = -1, -1
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil || !ok {
 			return p
 		}
@@ -237,22 +237,22 @@ func (m *message) check(ml loc) *failure.Public {
 }
 
 func (m *message) decodeContent(s *scanner, cl loc) *failure.Public {
-	switch s.peek() {
+	switch s.Peek() {
 	case 'n':
 		m.hasContent, m.content = false, nil
-		return s.literal("null")
+		return s.Literal("null")
 	case '"':
-		text, p := s.str()
+		text, p := s.Str()
 		m.hasContent, m.content = true, []canonical.Part{canonical.TextPart(text)}
 		return p
 	case '[':
 	default:
 		return s.typeErr(cl, "a string, an array of content parts or null")
 	}
-	s.open()
+	s.Open()
 	m.hasContent, m.content, m.imageAt, m.refusalAt = true, nil, -1, -1
 	for j := 0; ; j++ {
-		ok, p := s.nextElem(j == 0)
+		ok, p := s.NextElem(j == 0)
 		if p != nil {
 			return p
 		}
@@ -293,7 +293,7 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 		hasURL              bool
 	)
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil {
 			return part, false, p
 		}
@@ -314,7 +314,7 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 			url, hasURL, p = decodeImageURL(s, pl.f("image_url"))
 		case "input_audio", "file":
 			other = string(key)
-			p = s.skip()
+			p = s.Skip()
 		default:
 			p = unrecognized(pl.f(string(key)))
 		}
@@ -381,7 +381,7 @@ func decodeImageURL(s *scanner, l loc) (url string, hasURL bool, _ *failure.Publ
 		return "", false, p
 	}
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil || !ok {
 			return url, hasURL, p
 		}
@@ -464,7 +464,7 @@ func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) 
 	}
 	var out []canonical.ToolCall
 	for j := 0; ; j++ {
-		ok, p := s.nextElem(j == 0)
+		ok, p := s.NextElem(j == 0)
 		if p != nil {
 			return nil, p
 		}
@@ -490,7 +490,7 @@ func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public
 	}
 	var hasID, hasType, hasFn, hasName, hasArgs bool
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil {
 			return tc, p
 		}
@@ -515,7 +515,7 @@ func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public
 			}
 			for first := true; ; first = false {
 				var key []byte
-				if key, ok, p = s.nextKey(first); p != nil || !ok {
+				if key, ok, p = s.NextKey(first); p != nil || !ok {
 					break
 				}
 				switch string(key) {

@@ -35,7 +35,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 	}
 	var out []canonical.Tool
 	for i := 0; ; i++ {
-		ok, p := s.nextElem(i == 0)
+		ok, p := s.NextElem(i == 0)
 		if p != nil {
 			return nil, p
 		}
@@ -67,7 +67,7 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 	}
 	var hasType, hasFn bool
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil {
 			return t, p
 		}
@@ -106,7 +106,7 @@ func decodeFunction(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 	}
 	hasName := false
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil {
 			return t, p
 		}
@@ -150,21 +150,21 @@ func (s *scanner) schema(l loc) (json.RawMessage, *failure.Public) {
 	if isNull, p := s.skipNull(); isNull || p != nil {
 		return nil, p
 	}
-	if s.peek() != '{' {
+	if s.Peek() != '{' {
 		return nil, s.typeErr(l, "an object (a JSON Schema)")
 	}
-	return s.raw()
+	return s.Raw()
 }
 
 // decodeToolChoice returns the choice and where a function name was given
 // (checked against tools once all fields are read).
 func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) {
 	l := field("tool_choice")
-	switch s.peek() {
+	switch s.Peek() {
 	case 'n':
-		return nil, l, s.literal("null")
+		return nil, l, s.Literal("null")
 	case '"':
-		v, p := s.rawString()
+		v, p := s.RawString()
 		if p != nil {
 			return nil, l, p
 		}
@@ -181,7 +181,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 	default:
 		return nil, l, s.typeErr(l, "a string or an object")
 	}
-	s.open()
+	s.Open()
 	var (
 		typ       []byte
 		name      string
@@ -192,7 +192,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 	)
 	fl := l.f("function")
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil {
 			return nil, l, p
 		}
@@ -210,7 +210,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 			}
 			for first := true; ; first = false {
 				var k []byte
-				if k, ok, p = s.nextKey(first); p != nil || !ok {
+				if k, ok, p = s.NextKey(first); p != nil || !ok {
 					break
 				}
 				if string(k) != "name" {
@@ -227,7 +227,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 			// Members of tool_choice forms this gateway does not support;
 			// the type check below names the form.
 			otherKeys = string(key)
-			p = s.skip()
+			p = s.Skip()
 		default:
 			p = unrecognized(l.f(string(key)))
 		}
@@ -267,7 +267,7 @@ func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Publi
 	)
 	sl := l.f("json_schema")
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil {
 			return nil, p
 		}
@@ -318,7 +318,7 @@ func decodeJSONSchema(s *scanner, l loc, rf *canonical.ResponseFormat) (hasName 
 		return false, p
 	}
 	for first := true; ; first = false {
-		key, ok, p := s.nextKey(first)
+		key, ok, p := s.NextKey(first)
 		if p != nil || !ok {
 			return hasName, p
 		}
