@@ -138,6 +138,10 @@ func TestChatFailoverClasses(t *testing.T) {
 		{"openai", "malformed_after=0", "provider_unavailable", true},
 		{"anthropic", "error_after=0", "provider_unavailable", true},
 		{"anthropic", "die_after=0", "provider_unavailable", true},
+		// A stream that ends without its terminal event before any content
+		// is a failure, and before commit it fails over.
+		{"openai", "tokens=0;no_terminal", "provider_unavailable", true},
+		{"anthropic", "tokens=0;no_terminal", "provider_unavailable", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind+" "+tt.fault, func(t *testing.T) {
@@ -271,7 +275,13 @@ func TestChatMidStreamDeath(t *testing.T) {
 			t.Run(kind+" "+fault, func(t *testing.T) {
 				h := newHarness(t, rungSpec{"primary", kind}, rungSpec{"secondary", "openai"})
 				h.fault("primary", fault)
+				begin := time.Now()
 				r := chat(t, h, true, hello())
+				// A stalled stream ends within the idle bound, not the overall
+				// deadline.
+				if took := time.Since(begin); took > 10*testIdle {
+					t.Errorf("the broken stream took %v to end with an idle bound of %v", took, testIdle)
+				}
 				if r.err == nil {
 					t.Fatalf("the SDK saw a normal end of a broken stream (text %q)", r.text)
 				}
