@@ -477,6 +477,17 @@ func (s *Scanner) Raw() ([]byte, *failure.Public) {
 	return s.b[start:s.i:s.i], nil
 }
 
+// Mark returns the offset where the next value starts, for Since: a
+// dialect that inspects a value member by member can still keep it whole.
+func (s *Scanner) Mark() int {
+	s.ws()
+	return s.i
+}
+
+// Since returns the body from mark to the current position, capped like
+// Raw's result.
+func (s *Scanner) Since(mark int) []byte { return s.b[mark:s.i:s.i] }
+
 // Validate reports the first syntax error in a whole body, or nil.
 func Validate(b []byte) *failure.Public {
 	s := Scanner{b: b}

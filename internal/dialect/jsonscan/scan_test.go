@@ -129,3 +129,28 @@ func FuzzScanner(f *testing.F) {
 	}
 	f.Fuzz(checkScanner)
 }
+
+// Mark and Since keep a value whole while it is read member by member.
+func TestMarkSince(t *testing.T) {
+	s := New([]byte(`{"s": {"type":"object","x":[1]} }`))
+	s.Open()
+	s.NextKey(true)
+	m := s.Mark()
+	s.Open()
+	for first := true; ; first = false {
+		_, ok, p := s.NextKey(first)
+		if p != nil {
+			t.Fatal(p)
+		}
+		if !ok {
+			break
+		}
+		if p := s.Skip(); p != nil {
+			t.Fatal(p)
+		}
+	}
+	got := s.Since(m)
+	if string(got) != `{"type":"object","x":[1]}` || cap(got) != len(got) {
+		t.Fatalf("Since = %q (cap %d)", got, cap(got))
+	}
+}
