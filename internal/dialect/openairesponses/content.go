@@ -1,0 +1,265 @@
+package openairesponses
+
+import (
+	"strings"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// part members, as bits (see the item members in input.go).
+const (
+	pType uint16 = 1 << iota
+	pText
+	pRefusal
+	pImageURL
+	pFileID
+	pDetail
+	pAnnotations
+	pLogprobs
+	pCache
+)
+
+var partMemberNames = [...]string{"type", "text", "refusal", "image_url", "file_id", "detail", "annotations", "logprobs", "prompt_cache_breakpoint"}
+
+const (
+	allowInputText  = pType | pText | pCache
+	allowOutputText = pType | pText | pAnnotations | pLogprobs
+	allowRefusal    = pType | pRefusal
+	allowImage      = pType | pImageURL | pFileID | pDetail | pCache
+)
+
+// decodeContent reads a message's content: a string, or parts allowed for
+// the role. A refusal part (assistant history) becomes text: the canonical
+// form has no refusal part, and the refusal is what the assistant said.
+func decodeContent(raw []byte, role string, cl loc) ([]canonical.Part, *failure.Public) {
+	s := sub(raw)
+	if s.Peek() == '"' {
+		text, p := s.Str()
+		return []canonical.Part{canonical.TextPart(text)}, p
+	}
+	return decodeParts(&s, cl, func(typ string, pl loc) *failure.Public {
+		switch typ {
+		case "input_text":
+			return nil
+		case "input_image":
+			if role == "user" {
+				return nil
+			}
+			return bad(pl.f("type"), "Invalid value for '%s': 'input_image' content parts are only allowed in user messages.", pl.f("type"))
+		case "output_text", "refusal":
+			if role == "assistant" {
+				return nil
+			}
+			return bad(pl.f("type"), "Invalid value for '%s': '%s' content parts are only allowed in assistant messages.", pl.f("type"), typ)
+		}
+		return bad(pl.f("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text', 'input_image' and, in assistant messages, 'output_text' and 'refusal'.", pl.f("type"), typ)
+	})
+}
+
+// decodeOutput reads a function_call_output's output: a string, or
+// input_text and input_image parts.
+func decodeOutput(raw []byte, ol loc) ([]canonical.Part, *failure.Public) {
+	s := sub(raw)
+	if s.Peek() == '"' {
+		text, p := s.Str()
+		return []canonical.Part{canonical.TextPart(text)}, p
+	}
+	return decodeParts(&s, ol, func(typ string, pl loc) *failure.Public {
+		switch typ {
+		case "input_text", "input_image":
+			return nil
+		}
+		return bad(pl.f("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text' and 'input_image'.", pl.f("type"), typ)
+	})
+}
+
+// decodeParts reads a non-empty array of content parts; allow vets each
+// part's type for where it appears.
+func decodeParts(s *scanner, cl loc, allow func(typ string, pl loc) *failure.Public) ([]canonical.Part, *failure.Public) {
+	s.Open() // the caller captured an array
+	var out []canonical.Part
+	for j := 0; ; j++ {
+		ok, p := s.NextElem(j == 0)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			break
+		}
+		part, p := decodePart(s, cl.at(j), allow)
+		if p != nil {
+			return nil, p
+		}
+		out = append(out, part)
+	}
+	if len(out) == 0 {
+		return nil, bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
+	}
+	return out, nil
+}
+
+func decodePart(s *scanner, pl loc, allow func(typ string, pl loc) *failure.Public) (canonical.Part, *failure.Public) {
+	var (
+		part          canonical.Part
+		seen          uint16
+		other         string
+		typ           []byte
+		text, refusal string
+		url           string
+		hasURL        bool
+	)
+	if p := s.object(pl); p != nil {
+		return part, p
+	}
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return part, p
+		}
+		if !ok {
+			break
+		}
+		k := string(key)
+		switch k {
+		case "type":
+			seen |= pType
+			typ, p = s.strRaw(pl.f(k))
+		case "text":
+			seen |= pText
+			text, p = s.str(pl.f(k))
+		case "refusal":
+			seen |= pRefusal
+			refusal, p = s.str(pl.f(k))
+		case "image_url":
+			seen |= pImageURL
+			url, hasURL, p = s.optStr(pl.f(k))
+		case "file_id":
+			seen |= pFileID
+			var given bool
+			if _, given, p = s.optStr(pl.f(k)); p == nil && !given {
+				seen &^= pFileID
+			}
+		case "detail":
+			// Tunes the provider's image cost; no canonical counterpart.
+			seen |= pDetail
+			p = s.optEnum(pl.f(k), "auto", "low", "high", "original")
+		case "annotations", "logprobs":
+			// Output metadata in assistant history; nothing to pass on.
+			if k == "annotations" {
+				seen |= pAnnotations
+			} else {
+				seen |= pLogprobs
+			}
+			p = s.optArray(pl.f(k))
+		case "prompt_cache_breakpoint":
+			seen |= pCache
+			p = s.optObject(pl.f(k))
+		default:
+			if other == "" {
+				other = k
+			}
+			p = s.Skip()
+		}
+		if p != nil {
+			return part, p
+		}
+	}
+	tl := pl.f("type")
+	if seen&pType == 0 {
+		return part, missing(tl)
+	}
+	var mask uint16
+	switch string(typ) {
+	case "input_text":
+		mask = allowInputText
+	case "output_text":
+		mask = allowOutputText
+	case "refusal":
+		mask = allowRefusal
+	case "input_image":
+		mask = allowImage
+	case "input_file", "input_audio":
+		return part, bad(tl, "'%s' content parts are not supported by spillway: send text or 'input_image' parts.", typ)
+	}
+	if p := allow(string(typ), pl); p != nil {
+		return part, p
+	}
+	if other != "" {
+		return part, unrecognized(pl.f(other))
+	}
+	if extra := seen &^ mask; extra != 0 {
+		for b, name := range partMemberNames {
+			if extra&(1<<b) != 0 {
+				return part, bad(pl.f(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.f(name), typ)
+			}
+		}
+	}
+	switch string(typ) {
+	case "input_text", "output_text":
+		if seen&pText == 0 {
+			return part, missing(pl.f("text"))
+		}
+		return canonical.TextPart(text), nil
+	case "refusal":
+		if seen&pRefusal == 0 {
+			return part, missing(pl.f("refusal"))
+		}
+		return canonical.TextPart(refusal), nil
+	}
+	// input_image
+	if seen&pFileID != 0 {
+		return part, unsupported(pl.f("file_id"), "spillway does not store files; send the image as 'image_url' (an http(s) URL or a data URL)")
+	}
+	if !hasURL {
+		return part, missing(pl.f("image_url"))
+	}
+	return imagePart(url, pl.f("image_url"))
+}
+
+// imagePart turns an image URL into a part: http(s) URLs are passed on,
+// data URLs become inline base64 data.
+func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
+	for _, scheme := range [...]string{"https://", "http://"} {
+		if hasPrefixFold(url, scheme) {
+			if len(url) == len(scheme) {
+				return canonical.Part{}, bad(l, "Invalid '%s': the URL has no host.", l)
+			}
+			return canonical.Part{Type: canonical.PartImage, ImageURL: url}, nil
+		}
+	}
+	if !hasPrefixFold(url, "data:") {
+		return canonical.Part{}, bad(l, "Invalid '%s': expected an http(s) URL or a data URL of the form 'data:image/png;base64,<data>'.", l)
+	}
+	meta, data, ok := strings.Cut(url[len("data:"):], ",")
+	mime, ok2 := strings.CutSuffix(meta, ";base64")
+	if !ok || !ok2 || !hasPrefixFold(mime, "image/") || len(mime) == len("image/") || strings.ContainsAny(mime, ";, ") {
+		return canonical.Part{}, bad(l, "Invalid '%s': a data URL must have the form 'data:image/<type>;base64,<data>'.", l)
+	}
+	if !isBase64(data) {
+		return canonical.Part{}, bad(l, "Invalid '%s': the data URL's payload is not valid base64.", l)
+	}
+	return canonical.Part{Type: canonical.PartImage, MediaType: strings.ToLower(mime), Data: data}, nil
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// isBase64 checks the standard alphabet and padding without decoding.
+func isBase64(s string) bool {
+	if s == "" || len(s)%4 != 0 {
+		return false
+	}
+	body := strings.TrimRight(s, "=")
+	if len(s)-len(body) > 2 {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
+}

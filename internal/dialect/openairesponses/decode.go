@@ -1,0 +1,334 @@
+package openairesponses
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// stateless is the advice every refused stateful field carries.
+const stateless = "spillway does not store responses; send the whole conversation in 'input'"
+
+// minOutputTokens is the Responses API's own floor for max_output_tokens.
+const minOutputTokens = 16
+
+// Decode validates an OpenAI Responses request body and returns it in
+// canonical form. Anything malformed, stateful, or asking for something the
+// gateway cannot honour is a 400 naming the field, so it never reaches a
+// provider.
+//
+// Null is treated as absent for every optional field. store absent is taken
+// as false (OpenAI's default is true, but spillway keeps nothing); store:true
+// is refused. Parameters with no canonical counterpart that do not change
+// the answer's shape are type-checked and ignored: metadata, user,
+// safety_identifier, prompt_cache_key, prompt_cache_retention, service_tier,
+// max_tool_calls (it bounds built-in tools, which are refused),
+// truncation:"disabled", text.verbosity, stream_options, image detail and
+// input_text cache breakpoints. reasoning (effort and summary settings) is
+// also accepted and ignored: the canonical request carries no reasoning
+// control, and refusing it would refuse most reasoning-model clients.
+// reasoning input items are dropped (see decodeInput).
+//
+// The request's strings and raw schemas share one private copy of the body,
+// so decoding costs one allocation for all unescaped text and the caller may
+// reuse body at once.
+func (*Dialect) Decode(body []byte, _ http.Header) (*canonical.Request, *failure.Public) {
+	s := scanner{jsonscan.New(bytes.Clone(body))}
+	req, p := decodeRequest(&s)
+	if p != nil && !s.IsSyntax(p) {
+		// A parse-then-validate server reports broken JSON before any
+		// field error, wherever in the body the break is.
+		if sp := jsonscan.Validate(body); sp != nil {
+			return nil, sp
+		}
+	}
+	if p != nil {
+		return nil, p
+	}
+	return req, nil
+}
+
+// request holds what the top-level loop has read so far.
+type request struct {
+	canonical.Request
+	instructions     string
+	hasModel         bool
+	hasInput         bool
+	hasStreamOptions bool
+	inputSystem      string // system and developer input messages, joined
+	toolChoiceAt     loc    // where a named tool choice was given
+}
+
+func decodeRequest(s *scanner) (*canonical.Request, *failure.Public) {
+	if s.Peek() != '{' {
+		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.Kind())
+	}
+	s.Open()
+	var r request
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			break
+		}
+		if p := r.field(s, key); p != nil {
+			return nil, p
+		}
+	}
+	if p := s.End(); p != nil {
+		return nil, p
+	}
+	if p := r.check(); p != nil {
+		return nil, p
+	}
+	return &r.Request, nil
+}
+
+// field reads one top-level member. Duplicate keys: the last one wins, as
+// with encoding/json and Python's json.
+func (r *request) field(s *scanner, key []byte) *failure.Public {
+	var p *failure.Public
+	l := field(string(key))
+	switch string(key) {
+	case "model":
+		r.hasModel = true
+		if r.Model, p = s.str(l); p == nil && r.Model == "" {
+			p = bad(l, "Invalid 'model': you must provide a model name.")
+		}
+	case "input":
+		r.hasInput = true
+		r.inputSystem, r.Messages, p = decodeInput(s)
+	case "instructions":
+		r.instructions, _, p = s.optStr(l)
+	case "max_output_tokens":
+		if isNull, np := s.null(); isNull || np != nil {
+			return np
+		}
+		if r.MaxTokens, p = s.integer(l); p == nil && r.MaxTokens < minOutputTokens {
+			p = bad(l, "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= %d, but got %d instead.", minOutputTokens, r.MaxTokens)
+		}
+	case "temperature":
+		r.Temperature, p = s.optRange(l, 0, 2)
+	case "top_p":
+		r.TopP, p = s.optRange(l, 0, 1)
+	case "stream":
+		var b *bool
+		if b, p = s.optBool(l); b != nil {
+			r.Stream = *b
+		}
+	case "stream_options":
+		r.hasStreamOptions, p = decodeStreamOptions(s)
+	case "tools":
+		r.Tools, p = decodeTools(s)
+	case "tool_choice":
+		r.ToolChoice, r.toolChoiceAt, p = decodeToolChoice(s)
+	case "parallel_tool_calls":
+		r.ParallelToolCalls, p = s.optBool(l)
+	case "text":
+		r.ResponseFormat, p = decodeText(s)
+
+	// Stateless: each of these asks the gateway to remember or fetch state.
+	case "store":
+		var b *bool
+		if b, p = s.optBool(l); p == nil && b != nil && *b {
+			p = bad(l, "Invalid value for 'store': true. %s; send 'store': false or leave it out.", stateless)
+		}
+	case "previous_response_id":
+		var given bool
+		if _, given, p = s.optStr(l); p == nil && given {
+			p = bad(l, "'previous_response_id' is not supported: %s.", stateless)
+		}
+	case "conversation":
+		if isNull, np := s.null(); isNull || np != nil {
+			return np
+		}
+		if c := s.Peek(); c != '"' && c != '{' {
+			return s.typeErr(l, "a string or an object")
+		}
+		if p = s.Skip(); p == nil {
+			p = bad(l, "'conversation' is not supported: %s.", stateless)
+		}
+	case "background":
+		var b *bool
+		if b, p = s.optBool(l); p == nil && b != nil && *b {
+			p = bad(l, "Invalid value for 'background': true. spillway does not store responses, so background mode is not available; send the request without it and read the answer (or its stream) directly.")
+		}
+	case "prompt":
+		if isNull, np := s.null(); isNull || np != nil {
+			return np
+		}
+		if p = s.object(l); p == nil {
+			p = bad(l, "'prompt' is not supported: spillway does not store prompt templates; send the prompt in 'instructions' and 'input'.")
+		}
+	case "include":
+		p = decodeInclude(s)
+
+	// Accepted and ignored: no canonical counterpart, no effect on the answer's shape.
+	case "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "service_tier":
+		_, _, p = s.optStr(l)
+	case "metadata":
+		p = s.optObject(l)
+	case "truncation":
+		if isNull, np := s.null(); isNull || np != nil {
+			return np
+		}
+		var v []byte
+		if v, p = s.strRaw(l); p == nil && string(v) != "disabled" {
+			if string(v) == "auto" {
+				p = unsupported(l, "spillway never drops input items to fit the context window; send 'disabled' or leave it out")
+			} else {
+				p = bad(l, "Invalid value for 'truncation': '%s'. Supported values are: 'auto' and 'disabled'.", v)
+			}
+		}
+	case "max_tool_calls":
+		if isNull, np := s.null(); isNull || np != nil {
+			return np
+		}
+		var n int
+		if n, p = s.integer(l); p == nil && n < 1 {
+			p = bad(l, "Invalid 'max_tool_calls': integer below minimum value. Expected a value >= 1, but got %d instead.", n)
+		}
+	case "reasoning":
+		p = decodeReasoning(s)
+	case "top_logprobs":
+		if isNull, np := s.null(); isNull || np != nil {
+			return np
+		}
+		var n int
+		if n, p = s.integer(l); p == nil && n != 0 {
+			p = unsupported(l, "token log probabilities are not available through every provider")
+		}
+	default:
+		// OpenAI's own wording and param for an unknown argument.
+		return failure.BadRequest(string(key), "Unrecognized request argument supplied: %s", key)
+	}
+	return p
+}
+
+// check applies the rules that span several fields.
+func (r *request) check() *failure.Public {
+	switch {
+	case !r.hasModel:
+		return missing(field("model"))
+	case !r.hasInput:
+		return missing(field("input"))
+	case r.hasStreamOptions && !r.Stream:
+		return bad(field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+	}
+	r.System = joinSystem(r.instructions, r.inputSystem)
+	tc := r.ToolChoice
+	if tc == nil {
+		return nil
+	}
+	if len(r.Tools) == 0 {
+		if tc.Mode == canonical.ToolChoiceNone || tc.Mode == canonical.ToolChoiceAuto {
+			// Meaningless without tools and refused by some providers.
+			r.ToolChoice = nil
+			return nil
+		}
+		return bad(field("tool_choice"), "Invalid value for 'tool_choice': '%s' needs 'tools'; declare the functions the model may call.", tc.Mode)
+	}
+	if tc.Mode == canonical.ToolChoiceTool && !declared(r.Tools, tc.Name) {
+		return bad(r.toolChoiceAt, "Invalid value for '%s': no function named '%s' is declared in 'tools'.", r.toolChoiceAt, tc.Name)
+	}
+	return nil
+}
+
+// joinSystem puts instructions first, then the system and developer input
+// messages, separated by a blank line as canonical.Request.System says.
+func joinSystem(instructions, inputSystem string) string {
+	switch {
+	case instructions == "":
+		return inputSystem
+	case inputSystem == "":
+		return instructions
+	}
+	return instructions + "\n\n" + inputSystem
+}
+
+func decodeStreamOptions(s *scanner) (given bool, _ *failure.Public) {
+	l := field("stream_options")
+	if isNull, p := s.null(); isNull || p != nil {
+		return false, p
+	}
+	if p := s.object(l); p != nil {
+		return false, p
+	}
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil || !ok {
+			return true, p
+		}
+		if string(key) != "include_obfuscation" {
+			return false, unrecognized(l.f(string(key)))
+		}
+		// The gateway never pads deltas, so either value is honoured.
+		if _, p := s.optBool(l.f("include_obfuscation")); p != nil {
+			return false, p
+		}
+	}
+}
+
+// decodeInclude accepts only an empty list: every includable asks for data
+// (encrypted reasoning, logprobs, built-in tool results) spillway cannot
+// get from every provider.
+func decodeInclude(s *scanner) *failure.Public {
+	l := field("include")
+	if isNull, p := s.null(); isNull || p != nil {
+		return p
+	}
+	if p := s.array(l); p != nil {
+		return p
+	}
+	ok, p := s.NextElem(true)
+	if p != nil || !ok {
+		return p
+	}
+	v, p := s.strRaw(l.at(0))
+	if p != nil {
+		return p
+	}
+	return bad(l.at(0), "'include' is not supported by spillway: '%s' asks for data not available through every provider; send an empty list or leave it out.", v)
+}
+
+// decodeReasoning type-checks the reasoning settings, which are ignored.
+func decodeReasoning(s *scanner) *failure.Public {
+	l := field("reasoning")
+	if isNull, p := s.null(); isNull || p != nil {
+		return p
+	}
+	if p := s.object(l); p != nil {
+		return p
+	}
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil || !ok {
+			return p
+		}
+		switch string(key) {
+		case "effort":
+			p = s.optEnum(l.f("effort"), "none", "minimal", "low", "medium", "high", "xhigh")
+		case "summary", "generate_summary":
+			p = s.optEnum(l.f(string(key)), "auto", "concise", "detailed")
+		default:
+			p = unrecognized(l.f(string(key)))
+		}
+		if p != nil {
+			return p
+		}
+	}
+}
+
+func declared(tools []canonical.Tool, name string) bool {
+	for i := range tools {
+		if tools[i].Name == name {
+			return true
+		}
+	}
+	return false
+}

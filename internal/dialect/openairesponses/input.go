@@ -1,0 +1,374 @@
+package openairesponses
+
+import (
+	"strings"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// members of an input item, as bits, so the rules of each item type are a
+// mask checked once the type is known (SDKs send "type" last).
+const (
+	mType uint16 = 1 << iota
+	mRole
+	mContent
+	mID
+	mStatus
+	mPhase
+	mCallID
+	mName
+	mArguments
+	mOutput
+	mSummary
+	mEncrypted
+)
+
+var memberNames = [...]string{"type", "role", "content", "id", "status", "phase", "call_id", "name", "arguments", "output", "summary", "encrypted_content"}
+
+// allowed members per item type.
+const (
+	allowMessage   = mType | mRole | mContent | mID | mStatus | mPhase
+	allowCall      = mType | mCallID | mName | mArguments | mID | mStatus
+	allowCallOut   = mType | mCallID | mOutput | mID | mStatus
+	allowReasoning = mType | mID | mSummary | mContent | mEncrypted | mStatus
+)
+
+// item is one element of input[] as read, before its type's rules apply.
+type inputItem struct {
+	seen    uint16
+	other   string // the first member no item type has
+	typ     []byte
+	role    []byte
+	content []byte // raw: its shape depends on the type
+	output  []byte // raw: a string or content parts
+	callID  string
+	name    string
+	args    string
+}
+
+// pendingCall is a function call of the current assistant turn awaiting
+// its function_call_output.
+type pendingCall struct {
+	id, name string
+	at       int // input index, for errors
+	answered bool
+}
+
+// conversation builds canonical messages from input items.
+type conversation struct {
+	out    []canonical.Message
+	system strings.Builder
+	calls  []pendingCall
+	// extend is true while the last message is an assistant turn that
+	// following function_call items join (Responses splits one turn into a
+	// message item and function_call items).
+	extend bool
+}
+
+// decodeInput reads input: a string (one user message) or an array of
+// items. System and developer messages are lifted into the returned system
+// text, in order. reasoning items are dropped: they hold one provider's
+// hidden (often encrypted) reasoning, which no other rung can read, and the
+// visible conversation is complete without them; spillway never emits them.
+func decodeInput(s *scanner) (system string, _ []canonical.Message, _ *failure.Public) {
+	l := field("input")
+	switch s.Peek() {
+	case '"':
+		text, p := s.Str()
+		if p == nil && text == "" {
+			p = notEmpty(l)
+		}
+		if p != nil {
+			return "", nil, p
+		}
+		return "", []canonical.Message{{Role: canonical.RoleUser, Content: []canonical.Part{canonical.TextPart(text)}}}, nil
+	case '[':
+	default:
+		return "", nil, s.typeErr(l, "a string or an array of input items")
+	}
+	s.Open()
+	c := conversation{out: make([]canonical.Message, 0, 4)}
+	n := 0
+	for ; ; n++ {
+		ok, p := s.NextElem(n == 0)
+		if p != nil {
+			return "", nil, p
+		}
+		if !ok {
+			break
+		}
+		il := l.at(n)
+		var it inputItem
+		if p := it.read(s, il); p != nil {
+			return "", nil, p
+		}
+		if p := c.add(&it, il, n); p != nil {
+			return "", nil, p
+		}
+	}
+	if n == 0 {
+		return "", nil, bad(l, "Invalid 'input': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
+	if p := c.closeCalls(); p != nil {
+		return "", nil, p
+	}
+	return c.system.String(), c.out, nil
+}
+
+// read scans one item's members, checking each value's JSON type.
+func (it *inputItem) read(s *scanner, il loc) *failure.Public {
+	if p := s.object(il); p != nil {
+		return p
+	}
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil || !ok {
+			return p
+		}
+		k := string(key)
+		switch k {
+		case "type":
+			it.seen |= mType
+			it.typ, p = s.strRaw(il.f(k))
+		case "role":
+			it.seen |= mRole
+			it.role, p = s.strRaw(il.f(k))
+		case "content":
+			it.seen |= mContent
+			if c := s.Peek(); c != '"' && c != '[' {
+				return s.typeErr(il.f(k), "a string or an array of content parts")
+			}
+			it.content, p = s.Raw()
+		case "output":
+			it.seen |= mOutput
+			if c := s.Peek(); c != '"' && c != '[' {
+				return s.typeErr(il.f(k), "a string or an array of content parts")
+			}
+			it.output, p = s.Raw()
+		case "id":
+			it.seen |= mID
+			_, _, p = s.optStr(il.f(k))
+		case "status":
+			it.seen |= mStatus
+			p = s.optEnum(il.f(k), "in_progress", "completed", "incomplete")
+		case "phase":
+			it.seen |= mPhase
+			p = s.optEnum(il.f(k), "commentary", "final_answer")
+		case "call_id":
+			it.seen |= mCallID
+			it.callID, p = s.str(il.f(k))
+		case "name":
+			it.seen |= mName
+			it.name, p = s.str(il.f(k))
+		case "arguments":
+			it.seen |= mArguments
+			it.args, p = s.str(il.f(k))
+		case "summary":
+			it.seen |= mSummary
+			if s.Peek() != '[' {
+				return s.typeErr(il.f(k), "an array")
+			}
+			p = s.Skip()
+		case "encrypted_content":
+			it.seen |= mEncrypted
+			_, _, p = s.optStr(il.f(k))
+		default:
+			if it.other == "" {
+				it.other = k
+			}
+			p = s.Skip()
+		}
+		if p != nil {
+			return p
+		}
+	}
+}
+
+// check reports the first member the item's type does not allow.
+func (it *inputItem) check(il loc, allow uint16) *failure.Public {
+	if it.other != "" {
+		return unrecognized(il.f(it.other))
+	}
+	if extra := it.seen &^ allow; extra != 0 {
+		for b, name := range memberNames {
+			if extra&(1<<b) != 0 {
+				return bad(il.f(name), "Invalid parameter: '%s' is not allowed on an input item of type '%s'.", il.f(name), it.kind())
+			}
+		}
+	}
+	return nil
+}
+
+// kind is the item's type; an item without one is a message.
+func (it *inputItem) kind() string {
+	if it.seen&mType == 0 {
+		return "message"
+	}
+	return string(it.typ)
+}
+
+// add applies one item to the conversation.
+func (c *conversation) add(it *inputItem, il loc, n int) *failure.Public {
+	tl := il.f("type")
+	switch it.kind() {
+	case "message":
+		if p := it.check(il, allowMessage); p != nil {
+			return p
+		}
+		return c.message(it, il)
+	case "function_call":
+		if p := it.check(il, allowCall); p != nil {
+			return p
+		}
+		return c.call(it, il, n)
+	case "function_call_output":
+		if p := it.check(il, allowCallOut); p != nil {
+			return p
+		}
+		return c.callOutput(it, il)
+	case "reasoning":
+		if p := it.check(il, allowReasoning); p != nil {
+			return p
+		}
+		if it.seen&mID == 0 {
+			return missing(il.f("id"))
+		}
+		if it.seen&mSummary == 0 {
+			return missing(il.f("summary"))
+		}
+		return nil // dropped, see decodeInput
+	case "item_reference":
+		return bad(tl, "Invalid value for '%s': 'item_reference'. %s, not references to stored items.", tl, stateless)
+	case "":
+		return notEmpty(tl)
+	}
+	return bad(tl, "Invalid value for '%s': '%s'. spillway accepts 'message', 'function_call', 'function_call_output' and 'reasoning' items; built-in tool items are not supported.", tl, it.typ)
+}
+
+func (c *conversation) message(it *inputItem, il loc) *failure.Public {
+	rl := il.f("role")
+	if it.seen&mRole == 0 {
+		return missing(rl)
+	}
+	if it.seen&mContent == 0 {
+		return missing(il.f("content"))
+	}
+	role := string(it.role)
+	switch role {
+	case "user", "system", "developer", "assistant":
+	default:
+		return bad(rl, "Invalid value for '%s': '%s'. Supported values are: 'user', 'assistant', 'system' and 'developer'.", rl, it.role)
+	}
+	parts, p := decodeContent(it.content, role, il.f("content"))
+	if p != nil {
+		return p
+	}
+	if role == "system" || role == "developer" {
+		// Lifted out of the conversation; it does not end a tool turn.
+		if c.system.Len() > 0 {
+			c.system.WriteString("\n\n")
+		}
+		for _, part := range parts {
+			c.system.WriteString(part.Text)
+		}
+		return nil
+	}
+	if p := c.closeCalls(); p != nil {
+		return p
+	}
+	r := canonical.RoleUser
+	if role == "assistant" {
+		r = canonical.RoleAssistant
+	}
+	c.out = append(c.out, canonical.Message{Role: r, Content: parts})
+	c.extend = r == canonical.RoleAssistant
+	return nil
+}
+
+func (c *conversation) call(it *inputItem, il loc, n int) *failure.Public {
+	switch {
+	case it.seen&mCallID == 0:
+		return missing(il.f("call_id"))
+	case it.callID == "":
+		return notEmpty(il.f("call_id"))
+	case it.seen&mName == 0:
+		return missing(il.f("name"))
+	case it.name == "":
+		return notEmpty(il.f("name"))
+	case it.seen&mArguments == 0:
+		return missing(il.f("arguments"))
+	}
+	if !c.extend {
+		// A call after tool results starts a new assistant turn, which
+		// needs every earlier call answered first.
+		if p := c.closeCalls(); p != nil {
+			return p
+		}
+	}
+	for _, pc := range c.calls {
+		if pc.id == it.callID {
+			return bad(il.f("call_id"), "Invalid value for '%s': duplicate function call id '%s'.", il.f("call_id"), it.callID)
+		}
+	}
+	args := it.args
+	if args == "" {
+		args = "{}"
+	}
+	tc := canonical.ToolCall{ID: it.callID, Name: it.name, Arguments: args}
+	if c.extend {
+		last := &c.out[len(c.out)-1]
+		last.ToolCalls = append(last.ToolCalls, tc)
+	} else {
+		c.out = append(c.out, canonical.Message{Role: canonical.RoleAssistant, ToolCalls: []canonical.ToolCall{tc}})
+		c.extend = true
+	}
+	c.calls = append(c.calls, pendingCall{id: it.callID, name: it.name, at: n})
+	return nil
+}
+
+func (c *conversation) callOutput(it *inputItem, il loc) *failure.Public {
+	cl := il.f("call_id")
+	switch {
+	case it.seen&mCallID == 0:
+		return missing(cl)
+	case it.callID == "":
+		return notEmpty(cl)
+	case it.seen&mOutput == 0:
+		return missing(il.f("output"))
+	}
+	k := -1
+	for i := range c.calls {
+		if c.calls[i].id == it.callID {
+			k = i
+			break
+		}
+	}
+	switch {
+	case k < 0:
+		return bad(cl, "No tool call found for function call output with call_id %s: a 'function_call_output' must follow the 'function_call' item it answers.", it.callID)
+	case c.calls[k].answered:
+		return bad(cl, "Invalid value for '%s': function call '%s' already has an output.", cl, it.callID)
+	}
+	parts, p := decodeOutput(it.output, il.f("output"))
+	if p != nil {
+		return p
+	}
+	c.calls[k].answered = true
+	c.out = append(c.out, canonical.Message{Role: canonical.RoleTool, Content: parts, ToolCallID: it.callID, ToolName: c.calls[k].name})
+	c.extend = false
+	return nil
+}
+
+// closeCalls ends the current tool turn: every call must have its output,
+// as OpenAI and the other providers require.
+func (c *conversation) closeCalls() *failure.Public {
+	for _, pc := range c.calls {
+		if !pc.answered {
+			l := field("input").at(pc.at)
+			return bad(l, "No tool output found for function call %s: send a 'function_call_output' item with its call_id after the 'function_call' items.", pc.id)
+		}
+	}
+	c.calls = c.calls[:0]
+	return nil
+}
