@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -23,29 +19,9 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	key := os.Getenv("SPILLWAY_ADMIN_KEY")
-	if key == "" {
-		return fmt.Errorf("set SPILLWAY_ADMIN_KEY to the gateway's admin key")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*base, "/")+"/v1/admin/health", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
 	var rep server.HealthReport
-	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
-		return fmt.Errorf("reading the report: %w", err)
+	if err := adminGet(ctx, *base, "/v1/admin/health", &rep); err != nil {
+		return err
 	}
 	printHealth(stdout, &rep, time.Now())
 	return nil

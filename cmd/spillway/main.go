@@ -19,6 +19,7 @@ usage:
   spillway mock   --kind openai|anthropic [...]    run a fault-injecting mock provider
   spillway demo   [--config FILE]                  mocks + gateway + traffic; take the primary down mid-run
   spillway health [--url URL]                      a running gateway's deployment health (SPILLWAY_ADMIN_KEY)
+  spillway explain --model M [--max-tokens N]      how a running gateway would route a request (SPILLWAY_ADMIN_KEY)
 
 Run "spillway <command> --help" for a command's flags.
 `
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runDemo(ctx, rest, stdout, stderr)
 	case "health":
 		err = runHealth(ctx, rest, stdout, stderr)
+	case "explain":
+		err = runExplain(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

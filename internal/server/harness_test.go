@@ -64,6 +64,12 @@ const (
 
 func newHarness(t testing.TB, rungs ...rungSpec) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, rungs...)
+}
+
+// newHarnessWith lets a test edit the config before the gateway starts.
+func newHarnessWith(t testing.TB, edit func(*catalog.Config), rungs ...rungSpec) *harness {
+	t.Helper()
 	h := &harness{t: t, mocks: map[string]*mock.Mock{}, clock: &fakeClock{now: time.Now()}}
 	cfg := &catalog.Config{}
 	pool := catalog.Pool{ID: "pool", Model: exactModel,
@@ -87,6 +93,9 @@ func newHarness(t testing.TB, rungs ...rungSpec) *harness {
 	cfg.Pools = []catalog.Pool{pool}
 	cfg.Routes = []catalog.Route{{Model: publicModel, Pool: "pool"}}
 	cfg.Server.MaxBodyBytes = 64 << 10
+	if edit != nil {
+		edit(cfg)
+	}
 	h.cfg = cfg
 	snap, err := catalog.Build(cfg, "test.yaml")
 	if err != nil {

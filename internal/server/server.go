@@ -77,6 +77,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.Handle("GET /v1/admin/health", s.admin(s.handleAdminHealth))
+	s.mux.Handle("GET /v1/admin/explain", s.admin(s.handleExplain))
+	s.mux.Handle("POST /v1/admin/explain", s.admin(s.handleExplain))
 	s.handle("POST /v1/chat/completions", openaiChat())
 }
 
