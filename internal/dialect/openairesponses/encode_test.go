@@ -322,7 +322,7 @@ func TestResponseGolden(t *testing.T) {
 			golden(t, "response/"+tc.name+".json", out)
 			var v struct {
 				ID, Object, Model, Status string
-				CreatedAt                 int64 `json:"created_at"`
+				CreatedAt                 int64  `json:"created_at"`
 				CompletedAt               *int64 `json:"completed_at"`
 				Output                    []map[string]any
 			}
