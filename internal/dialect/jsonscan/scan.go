@@ -488,6 +488,15 @@ func (s *Scanner) Mark() int {
 // Raw's result.
 func (s *Scanner) Since(mark int) []byte { return s.b[mark:s.i:s.i] }
 
+// Rewind moves back to a mark taken earlier, to read a value again; a
+// dialect uses it off the happy path, e.g. to find a block's type after
+// one of its members did not fit.
+func (s *Scanner) Rewind(mark int) {
+	if mark >= 0 && mark <= s.i {
+		s.i = mark
+	}
+}
+
 // Validate reports the first syntax error in a whole body, or nil.
 func Validate(b []byte) *failure.Public {
 	s := Scanner{b: b}

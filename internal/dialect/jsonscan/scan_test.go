@@ -153,4 +153,12 @@ func TestMarkSince(t *testing.T) {
 	if string(got) != `{"type":"object","x":[1]}` || cap(got) != len(got) {
 		t.Fatalf("Since = %q (cap %d)", got, cap(got))
 	}
+	s.Rewind(m)
+	if raw, p := s.Raw(); p != nil || string(raw) != string(got) {
+		t.Fatalf("Raw after Rewind = %q, %v", raw, p)
+	}
+	s.Rewind(len(`{"s": {"type":"object","x":[1]} }`) + 1) // beyond the position: ignored
+	if c := s.Peek(); c != '}' {
+		t.Fatalf("a Rewind beyond the position moved it: next is %q", c)
+	}
 }
