@@ -1,0 +1,350 @@
+package anthropicmsgs
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// APIVersion is the one anthropic-version the dialect speaks, the value
+// every Anthropic SDK sends.
+const APIVersion = "2023-06-01"
+
+// Decode validates an Anthropic Messages request (body and headers) and
+// returns it in canonical form. Anything malformed, or asking for something
+// the gateway cannot honour on every provider of a model, is a 400 naming
+// the field (Param is the field's dotted path, e.g. messages.2.content.0.text,
+// or the header's name), worded like Anthropic's own errors.
+//
+// Headers: anthropic-version is required and must be 2023-06-01, as the
+// real API requires it (a nil h counts as no headers); any anthropic-beta
+// value is refused, since no beta feature is available through every
+// provider.
+//
+// Null is treated as absent for every optional field. metadata,
+// service_tier, speed "standard", thinking {"type":"disabled"}, tools'
+// eager_input_streaming and every cache_control are checked and ignored:
+// they are hints or bookkeeping that never change the answer.
+//
+// The request's strings and raw schemas share one private copy of the body,
+// so the caller may reuse body at once.
+func (*Dialect) Decode(body []byte, h http.Header) (*canonical.Request, *failure.Public) {
+	if p := checkHeaders(h); p != nil {
+		return nil, p
+	}
+	s := scanner{jsonscan.New(bytes.Clone(body))}
+	req, p := decodeRequest(&s)
+	if p != nil && !s.IsSyntax(p) {
+		// A parse-then-validate server reports broken JSON before any
+		// field error, wherever in the body the break is.
+		if sp := jsonscan.Validate(body); sp != nil {
+			return nil, sp
+		}
+	}
+	if p != nil {
+		return nil, p
+	}
+	return req, nil
+}
+
+func checkHeaders(h http.Header) *failure.Public {
+	v := h.Values("anthropic-version")
+	switch {
+	case len(v) == 0:
+		return failure.BadRequest("anthropic-version", "anthropic-version: header is required")
+	case len(v) > 1 || v[0] != APIVersion:
+		return failure.BadRequest("anthropic-version", "anthropic-version: %q is not a valid version; this gateway speaks %s", strings.Join(v, ", "), APIVersion)
+	}
+	for _, b := range h.Values("anthropic-beta") {
+		if strings.Trim(b, " ,\t") != "" {
+			return failure.BadRequest("anthropic-beta", "Unexpected value(s) `%s` for the `anthropic-beta` header. This gateway supports no beta features; try again without the header.", b)
+		}
+	}
+	return nil
+}
+
+// request holds what the top-level loop has read so far.
+type request struct {
+	canonical.Request
+	hasModel, hasMaxTokens, hasMessages bool
+}
+
+func decodeRequest(s *scanner) (*canonical.Request, *failure.Public) {
+	if s.Peek() != '{' {
+		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.Kind())
+	}
+	s.Open()
+	var r request
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			break
+		}
+		if p := r.field(s, key); p != nil {
+			return nil, p
+		}
+	}
+	if p := s.End(); p != nil {
+		return nil, p
+	}
+	if p := r.check(); p != nil {
+		return nil, p
+	}
+	r.IncludeUsage = r.Stream // an Anthropic stream always reports usage
+	return &r.Request, nil
+}
+
+// field reads one top-level member. Duplicate keys: the last one wins, as
+// with encoding/json.
+func (r *request) field(s *scanner, key []byte) *failure.Public {
+	var p *failure.Public
+	switch k := string(key); k {
+	case "model":
+		r.hasModel = true
+		if r.Model, p = s.getString(field(k)); p == nil && r.Model == "" {
+			p = bad(field(k), "String should have at least 1 character")
+		}
+	case "max_tokens":
+		r.hasMaxTokens = true
+		r.MaxTokens, p = s.getInt(field(k))
+		switch {
+		case p != nil:
+		case r.MaxTokens == 0:
+			p = bad(field(k), "max_tokens 0 only warms Anthropic's prompt cache, which this gateway does not do; send max_tokens >= 1")
+		case r.MaxTokens < 0:
+			p = bad(field(k), "Input should be greater than or equal to 1")
+		}
+	case "messages":
+		r.hasMessages = true
+		r.Messages, p = decodeMessages(s)
+	case "system":
+		r.System, p = decodeSystem(s)
+	case "stop_sequences":
+		r.Stop, p = decodeStop(s)
+	case "temperature":
+		r.Temperature, p = s.getRange(field(k), 0, 1)
+	case "top_p":
+		r.TopP, p = s.getRange(field(k), 0, 1)
+	case "stream":
+		if isNull, np := s.null(); isNull || np != nil {
+			r.Stream, p = false, np
+			break
+		}
+		r.Stream, p = s.getBool(field(k))
+	case "tools":
+		r.Tools, p = decodeTools(s)
+	case "tool_choice":
+		r.ToolChoice, r.ParallelToolCalls, p = decodeToolChoice(s)
+
+	// Accepted and ignored: bookkeeping and hints that never change the answer.
+	case "metadata":
+		p = decodeMetadata(s)
+	case "service_tier":
+		p = s.enum(field(k), "'auto' or 'standard_only'", "auto", "standard_only")
+	case "cache_control":
+		p = s.cacheControl(field(k))
+	case "speed":
+		p = decodeSpeed(s)
+	case "thinking":
+		p = decodeThinking(s)
+
+	// Real parameters the gateway cannot honour on every provider.
+	case "top_k":
+		p = s.rejectUnlessNull(field(k), "top_k sampling has no counterpart at every provider of a model")
+	case "output_config":
+		p = s.rejectUnlessNull(field(k), "output formats and effort levels are not available through every provider")
+	case "inference_geo":
+		p = s.rejectUnlessNull(field(k), "where a request runs is set by the gateway's routes")
+	case "container", "mcp_servers", "context_management":
+		p = s.rejectUnlessNull(field(k), "it needs Anthropic's server-side tools")
+	case "diagnostics":
+		p = s.rejectUnlessNull(field(k), "Anthropic's cache diagnostics are not available through every provider")
+	default:
+		p = extra(field(k))
+	}
+	return p
+}
+
+// check applies the rules that span several fields.
+func (r *request) check() *failure.Public {
+	switch {
+	case !r.hasMaxTokens:
+		return missing(field("max_tokens"))
+	case !r.hasMessages:
+		return missing(field("messages"))
+	case !r.hasModel:
+		return missing(field("model"))
+	}
+	tc := r.ToolChoice
+	if tc == nil {
+		return nil
+	}
+	switch tc.Mode {
+	case canonical.ToolChoiceRequired, canonical.ToolChoiceTool:
+		if len(r.Tools) == 0 {
+			return bad(field("tool_choice"), "tool_choice of type '%s' may only be specified while providing tools", choiceType(tc.Mode))
+		}
+	}
+	if tc.Mode == canonical.ToolChoiceTool && !declared(r.Tools, tc.Name) {
+		return bad(field("tool_choice").f("name"), "no tool named '%s' is declared in 'tools'", tc.Name)
+	}
+	return nil
+}
+
+func choiceType(m canonical.ToolChoiceMode) string {
+	if m == canonical.ToolChoiceRequired {
+		return "any"
+	}
+	return string(m)
+}
+
+// enum reads an optional string that must be one of values.
+func (s *scanner) enum(p path, want string, values ...string) *failure.Public {
+	if isNull, e := s.null(); isNull || e != nil {
+		return e
+	}
+	v, e := s.getRaw(p)
+	if e != nil {
+		return e
+	}
+	for _, ok := range values {
+		if string(v) == ok {
+			return nil
+		}
+	}
+	return bad(p, "Input should be %s", want)
+}
+
+func decodeMetadata(s *scanner) *failure.Public {
+	l := field("metadata")
+	if isNull, p := s.null(); isNull || p != nil {
+		return p
+	}
+	if p := s.object(l); p != nil {
+		return p
+	}
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil || !ok {
+			return p
+		}
+		if string(key) != "user_id" {
+			return extra(l.f(string(key)))
+		}
+		if isNull, p := s.null(); isNull || p != nil {
+			if p != nil {
+				return p
+			}
+			continue
+		}
+		if _, p := s.getRaw(l.f("user_id")); p != nil {
+			return p
+		}
+	}
+}
+
+// decodeSpeed accepts "standard", the default; "fast" is a capacity tier
+// only some providers sell.
+func decodeSpeed(s *scanner) *failure.Public {
+	l := field("speed")
+	if isNull, p := s.null(); isNull || p != nil {
+		return p
+	}
+	v, p := s.getRaw(l)
+	switch {
+	case p != nil:
+		return p
+	case string(v) == "standard":
+		return nil
+	case string(v) == "fast":
+		return unsupported(l, "fast mode is not available through every provider")
+	}
+	return bad(l, "Input should be 'standard' or 'fast'")
+}
+
+// decodeThinking accepts {"type":"disabled"}, which asks for the default;
+// extended thinking itself has no canonical counterpart.
+func decodeThinking(s *scanner) *failure.Public {
+	l := field("thinking")
+	if isNull, p := s.null(); isNull || p != nil {
+		return p
+	}
+	if p := s.object(l); p != nil {
+		return p
+	}
+	var (
+		typ     []byte
+		hasType bool
+		other   []byte
+	)
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return p
+		}
+		if !ok {
+			break
+		}
+		if string(key) == "type" {
+			hasType = true
+			if typ, p = s.getRaw(l.f("type")); p != nil {
+				return p
+			}
+			continue
+		}
+		if other == nil {
+			other = key
+		}
+		if p := s.Skip(); p != nil {
+			return p
+		}
+	}
+	switch {
+	case !hasType:
+		return missing(l.f("type"))
+	case string(typ) == "disabled":
+		if other != nil {
+			return extra(l.f(string(other)))
+		}
+		return nil
+	case string(typ) == "enabled" || string(typ) == "adaptive":
+		return unsupported(l, "extended thinking is not available through every provider of a model")
+	}
+	return bad(l.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'", typ)
+}
+
+// decodeStop reads stop_sequences: an array of strings with content.
+func decodeStop(s *scanner) ([]string, *failure.Public) {
+	l := field("stop_sequences")
+	if isNull, p := s.null(); isNull || p != nil {
+		return nil, p
+	}
+	if p := s.array(l); p != nil {
+		return nil, p
+	}
+	var out []string
+	for i := 0; ; i++ {
+		ok, p := s.NextElem(i == 0)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			return out, nil
+		}
+		v, p := s.getString(l.at(i))
+		if p != nil {
+			return nil, p
+		}
+		if strings.TrimSpace(v) == "" {
+			return nil, bad(l.at(i), "each stop sequence must contain non-whitespace")
+		}
+		out = append(out, v)
+	}
+}

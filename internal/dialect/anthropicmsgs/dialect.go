@@ -1,0 +1,21 @@
+// Package anthropicmsgs is the Anthropic Messages caller dialect: it decodes
+// POST /v1/messages requests into canonical requests and writes answers,
+// stream events and errors exactly as Anthropic's API and SDKs expect.
+package anthropicmsgs
+
+import "github.com/spillway-gw/spillway/internal/dialect"
+
+// Dialect is the Anthropic Messages wire format. It holds no state and is
+// safe for concurrent use.
+type Dialect struct{}
+
+var _ dialect.Dialect = (*Dialect)(nil)
+
+// New returns the dialect.
+func New() *Dialect { return &Dialect{} }
+
+// Name is the dialect's id.
+func (*Dialect) Name() string { return "anthropic-messages" }
+
+// IDPrefix starts the public message id, as Anthropic's do.
+func (*Dialect) IDPrefix() string { return "msg_" }

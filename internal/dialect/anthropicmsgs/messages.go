@@ -1,0 +1,782 @@
+package anthropicmsgs
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode"
+	"unsafe"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// turns maps messages[] to canonical messages and enforces what Anthropic
+// enforces across them. Anthropic merges consecutive messages of one role
+// into one turn, so the tool rules apply per turn: every tool_use of an
+// assistant turn needs its tool_result in the next user turn, tool results
+// answer only that assistant turn, and they come before any other content
+// of their turn.
+type turns struct {
+	out  []canonical.Message
+	role string // role of the current turn, "" before the first message
+	// calls are the tool_use blocks of the last assistant turn, until the
+	// user turn after it ends; at is the message each one came from.
+	calls    []canonical.ToolCall
+	at       []int
+	answered []bool
+	// sawContent: the current user turn already had a block other than a
+	// tool_result.
+	sawContent bool
+	// emptyAt is the index of an assistant message without content, which
+	// only the final message may be; -1 when none.
+	emptyAt int
+
+	// One message's content, kept until its role is known: the official
+	// SDKs send "content" before "role". blocks is reused across messages.
+	str    string
+	isStr  bool
+	blocks []block
+}
+
+func decodeMessages(s *scanner) ([]canonical.Message, *failure.Public) {
+	l := field("messages")
+	if p := s.array(l); p != nil {
+		return nil, p
+	}
+	t := turns{out: make([]canonical.Message, 0, 4), emptyAt: -1}
+	last := -1 // index in out of the final message when it is the assistant's
+	n := 0
+	for ; ; n++ {
+		ok, p := s.NextElem(n == 0)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			break
+		}
+		if t.emptyAt >= 0 {
+			return nil, nonEmpty(t.emptyAt)
+		}
+		isAssistant, p := t.message(s, l.at(n), n)
+		if p != nil {
+			return nil, p
+		}
+		last = -1
+		if isAssistant {
+			last = len(t.out) - 1
+		}
+	}
+	if n == 0 {
+		return nil, bad(l, "at least one message is required")
+	}
+	if p := t.endTurn(); p != nil {
+		return nil, p
+	}
+	if t.role == "assistant" && len(t.calls) > 0 {
+		return nil, t.unanswered()
+	}
+	// A final assistant message is a prefill: the answer continues it.
+	if last >= 0 {
+		m := &t.out[last]
+		if len(m.Content) == 0 && len(m.ToolCalls) == 0 {
+			// An empty prefill asks for nothing; leaving it out keeps every
+			// provider's answer the same.
+			t.out = t.out[:last]
+		} else if k := len(m.Content) - 1; len(m.ToolCalls) == 0 && m.Content[k].Type == canonical.PartText && endsInSpace(m.Content[k].Text) {
+			return nil, bad(l, "final assistant content cannot end with trailing whitespace")
+		}
+	}
+	return t.out, nil
+}
+
+func nonEmpty(n int) *failure.Public {
+	return bad(field("messages").at(n), "all messages must have non-empty content except for the optional final assistant message")
+}
+
+func endsInSpace(s string) bool {
+	if s == "" {
+		return false
+	}
+	r := rune(s[len(s)-1])
+	return r < 0x80 && unicode.IsSpace(r)
+}
+
+// message reads one element of messages[] at l (index n).
+func (t *turns) message(s *scanner, l path, n int) (isAssistant bool, _ *failure.Public) {
+	if p := s.object(l); p != nil {
+		return false, p
+	}
+	var (
+		role       []byte
+		hasRole    bool
+		hasContent bool
+	)
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return false, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "role":
+			hasRole = true
+			role, p = s.getRaw(l.f("role"))
+		case "content":
+			hasContent = true
+			p = t.readContent(s, l.f("content"))
+		default:
+			p = extra(l.f(string(key)))
+		}
+		if p != nil {
+			return false, p
+		}
+	}
+	switch {
+	case !hasRole:
+		return false, missing(l.f("role"))
+	case string(role) != "user" && string(role) != "assistant":
+		return false, bad(l.f("role"), "Input should be 'user' or 'assistant'")
+	case !hasContent:
+		return false, missing(l.f("content"))
+	}
+	r := "user"
+	if string(role) == "assistant" {
+		r = "assistant"
+	}
+	if r != t.role {
+		if p := t.endTurn(); p != nil {
+			return false, p
+		}
+		if r == "assistant" {
+			t.calls, t.at, t.answered = t.calls[:0], t.at[:0], t.answered[:0]
+		}
+		t.role, t.sawContent = r, false
+	}
+	return r == "assistant", t.apply(l.f("content"), n, r == "assistant")
+}
+
+// readContent reads a message's content without judging it: which blocks
+// are allowed depends on the role.
+func (t *turns) readContent(s *scanner, l path) *failure.Public {
+	switch s.Peek() {
+	case '"':
+		var p *failure.Public
+		t.isStr = true
+		t.str, p = s.Str()
+		return p
+	case '[':
+	default:
+		return s.typeErr(l, "a valid string or a valid list")
+	}
+	s.Open()
+	t.isStr, t.blocks = false, t.blocks[:0]
+	for j := 0; ; j++ {
+		ok, p := s.NextElem(j == 0)
+		if p != nil || !ok {
+			return p
+		}
+		t.blocks = append(t.blocks, block{})
+		if p := t.blocks[j].decode(s, l.at(j), false); p != nil {
+			return p
+		}
+	}
+}
+
+// endTurn closes the current turn: after a user turn, every tool call of
+// the assistant turn before it must have had its result.
+func (t *turns) endTurn() *failure.Public {
+	if t.role != "user" || len(t.calls) == 0 {
+		return nil
+	}
+	for _, done := range t.answered {
+		if !done {
+			return t.unanswered()
+		}
+	}
+	t.calls, t.at, t.answered = t.calls[:0], t.at[:0], t.answered[:0]
+	return nil
+}
+
+func (t *turns) unanswered() *failure.Public {
+	var ids []string
+	first := -1
+	for k, done := range t.answered {
+		if !done {
+			ids = append(ids, t.calls[k].ID)
+			if first < 0 {
+				first = t.at[k]
+			}
+		}
+	}
+	return bad(field("messages").at(first), "`tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", strings.Join(ids, ", "))
+}
+
+// apply judges the content read for message n and appends its canonical
+// messages: one assistant message, or, for a user message, one tool
+// message per tool_result (in order) and then one user message with the
+// other blocks.
+func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
+	var m canonical.Message
+	m.Role = canonical.RoleUser
+	if isAssistant {
+		m.Role = canonical.RoleAssistant
+	}
+	if t.isStr {
+		if t.str != "" {
+			m.Content = []canonical.Part{canonical.TextPart(t.str)}
+		}
+	} else {
+		for j := range t.blocks {
+			b := &t.blocks[j]
+			if p := b.check(l.at(j), isAssistant); p != nil {
+				return p
+			}
+			switch b.kind {
+			case kindText:
+				m.Content = append(m.Content, canonical.TextPart(b.text))
+			case kindImage:
+				m.Content = append(m.Content, b.image)
+			case kindToolUse:
+				for _, c := range t.calls {
+					if c.ID == b.id {
+						return bad(l.at(j).f("id"), "`tool_use` ids must be unique: '%s' is used twice", b.id)
+					}
+				}
+				tc := canonical.ToolCall{ID: b.id, Name: b.name, Arguments: b.input}
+				m.ToolCalls = append(m.ToolCalls, tc)
+				t.calls, t.at, t.answered = append(t.calls, tc), append(t.at, n), append(t.answered, false)
+			case kindToolResult:
+				if t.sawContent || len(m.Content) > 0 {
+					return bad(l.at(j), "`tool_result` blocks must come first in a user turn, before any text or image")
+				}
+				name, p := t.answer(b.id, l.at(j))
+				if p != nil {
+					return p
+				}
+				t.out = append(t.out, canonical.Message{Role: canonical.RoleTool, Content: b.result, ToolCallID: b.id, ToolName: name, IsError: b.isError})
+			}
+		}
+	}
+	switch {
+	case isAssistant:
+		if len(m.Content) == 0 && len(m.ToolCalls) == 0 {
+			t.emptyAt = n // allowed only as the final message
+		}
+		t.out = append(t.out, m)
+	case len(m.Content) > 0:
+		t.sawContent = true
+		t.out = append(t.out, m)
+	case t.isStr || len(t.blocks) == 0:
+		return nonEmpty(n)
+	}
+	return nil
+}
+
+// answer marks the call id as answered and returns its tool's name.
+func (t *turns) answer(id string, l path) (string, *failure.Public) {
+	for k := range t.calls {
+		if t.calls[k].ID != id {
+			continue
+		}
+		if t.answered[k] {
+			return "", bad(l.f("tool_use_id"), "`tool_use` id '%s' already has a `tool_result` block", id)
+		}
+		t.answered[k] = true
+		return t.calls[k].Name, nil
+	}
+	return "", bad(l.f("tool_use_id"), "unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", id)
+}
+
+type blockKind uint8
+
+const (
+	kindText blockKind = iota + 1
+	kindImage
+	kindToolUse
+	kindToolResult
+)
+
+// Members a block may have; which are allowed depends on its type.
+const (
+	mText = 1 << iota
+	mCitations
+	mSource
+	mID
+	mName
+	mInput
+	mToolUseID
+	mContent
+	mIsError
+	mCacheControl
+)
+
+var memberNames = [...]string{"text", "citations", "source", "id", "name", "input", "tool_use_id", "content", "is_error", "cache_control"}
+
+var allowedMembers = [...]int{
+	kindText:       mText | mCitations | mCacheControl,
+	kindImage:      mSource | mCacheControl,
+	kindToolUse:    mID | mName | mInput | mCacheControl,
+	kindToolResult: mToolUseID | mContent | mIsError | mCacheControl,
+}
+
+// block is one decoded content block. Members may come in any order (the
+// official SDKs send "type" last), so they are collected first and checked
+// against the type after.
+type block struct {
+	typ     []byte
+	hasType bool
+	kind    blockKind
+	members int
+	// unknown is the first member no supported block has; refused the
+	// first member of a supported block that the gateway refuses.
+	unknown, refused []byte
+
+	text      string
+	citations bool // non-empty citations
+	image     canonical.Part
+	id, name  string
+	input     string
+	result    []canonical.Part
+	isError   bool
+}
+
+// decode reads the block's members and its type. A member that does not
+// fit its expected shape is reported only if the type is one the gateway
+// takes: a refused or unknown type is the better answer. nested is set
+// inside a tool_result's content, where blocks have no content of their
+// own; it bounds recursion.
+func (b *block) decode(s *scanner, l path, nested bool) *failure.Public {
+	if s.Peek() != '{' {
+		return s.typeErr(l, "a valid dictionary")
+	}
+	start := s.Mark()
+	p := b.readMembers(s, l, nested)
+	if p == nil || s.IsSyntax(p) {
+		if p == nil {
+			p = b.judgeType(l)
+		}
+		return p
+	}
+	// Off the happy path: find the type by reading the block again.
+	s.Rewind(start)
+	b.typ, b.hasType = nil, false
+	if tp := b.readType(s, l); tp != nil {
+		return tp
+	}
+	if tp := b.judgeType(l); tp != nil {
+		return tp
+	}
+	return p
+}
+
+func (b *block) readMembers(s *scanner, l path, nested bool) *failure.Public {
+	s.Open()
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return p
+		}
+		if !ok {
+			return nil
+		}
+		switch string(key) {
+		case "type":
+			b.hasType = true
+			b.typ, p = s.getRaw(l.f("type"))
+		case "text":
+			b.members |= mText
+			b.text, p = s.getString(l.f("text"))
+		case "citations":
+			b.members |= mCitations
+			b.citations, p = s.nonEmptyList(l.f("citations"))
+		case "cache_control":
+			b.members |= mCacheControl
+			p = s.cacheControl(l.f("cache_control"))
+		case "source":
+			b.members |= mSource
+			b.image, p = decodeSource(s, l.f("source"))
+		case "id":
+			b.members |= mID
+			b.id, p = s.getString(l.f("id"))
+		case "name":
+			b.members |= mName
+			b.name, p = s.getString(l.f("name"))
+		case "input":
+			b.members |= mInput
+			b.input, p = s.input(l.f("input"))
+		case "tool_use_id":
+			b.members |= mToolUseID
+			b.id, p = s.getString(l.f("tool_use_id"))
+		case "content":
+			b.members |= mContent
+			if nested {
+				p = s.Skip()
+				break
+			}
+			b.result, p = decodeResultContent(s, l.f("content"))
+		case "is_error":
+			b.members |= mIsError
+			if isNull, np := s.null(); isNull || np != nil {
+				p = np
+				break
+			}
+			b.isError, p = s.getBool(l.f("is_error"))
+		case "caller", "toolset_name", "transformations":
+			// Members of supported blocks for features the gateway refuses
+			// unless they are null.
+			if isNull, np := s.null(); isNull || np != nil {
+				p = np
+				break
+			}
+			if b.refused == nil {
+				b.refused = key
+			}
+			p = s.Skip()
+		default:
+			if b.unknown == nil {
+				b.unknown = key
+			}
+			p = s.Skip()
+		}
+		if p != nil {
+			return p
+		}
+	}
+}
+
+// readType reads only the block's type, skipping every other member.
+func (b *block) readType(s *scanner, l path) *failure.Public {
+	s.Open()
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil || !ok {
+			return p
+		}
+		if string(key) == "type" {
+			b.hasType = true
+			if b.typ, p = s.getRaw(l.f("type")); p != nil {
+				return p
+			}
+			continue
+		}
+		if p := s.Skip(); p != nil {
+			return p
+		}
+	}
+}
+
+// judgeType sets the block's kind, or refuses its type.
+func (b *block) judgeType(l path) *failure.Public {
+	tl := l.f("type")
+	if !b.hasType {
+		return missing(tl)
+	}
+	switch string(b.typ) {
+	case "text":
+		b.kind = kindText
+	case "image":
+		b.kind = kindImage
+	case "tool_use":
+		b.kind = kindToolUse
+	case "tool_result":
+		b.kind = kindToolResult
+	case "thinking", "redacted_thinking":
+		// This gateway never returns thinking blocks (it refuses 'thinking'),
+		// and dropping them would change what some models see.
+		return unsupported(l, "extended thinking is not available through every provider of a model; remove thinking blocks from the history")
+	case "document", "search_result", "container_upload":
+		return unsupported(l, "'"+string(b.typ)+"' blocks are not available through every provider of a model")
+	case "tool_reference":
+		return unsupported(l, "tool search is not available through every provider of a model")
+	case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+		"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result":
+		return unsupported(l, "Anthropic's server-side tools are not available through every provider of a model")
+	default:
+		return bad(tl, "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'tool_use', 'tool_result'", b.typ)
+	}
+	return nil
+}
+
+// check applies the block's type, already judged: which members it needs
+// and allows, and where it may appear.
+func (b *block) check(l path, isAssistant bool) *failure.Public {
+	if b.unknown != nil {
+		return extra(l.f(string(b.unknown)))
+	}
+	if b.refused != nil {
+		return unsupported(l.f(string(b.refused)), "the feature it belongs to is not available through every provider of a model")
+	}
+	if bad := b.members &^ allowedMembers[b.kind]; bad != 0 {
+		for k, name := range memberNames {
+			if bad&(1<<k) != 0 {
+				return extra(l.f(name))
+			}
+		}
+	}
+	tl := l.f("type")
+	switch b.kind {
+	case kindText:
+		switch {
+		case b.members&mText == 0:
+			return missing(l.f("text"))
+		case b.text == "":
+			return bad(l.f("text"), "text content blocks must be non-empty")
+		case b.citations:
+			return unsupported(l.f("citations"), "citations point into documents, which are not available through every provider")
+		}
+	case kindImage:
+		switch {
+		case b.members&mSource == 0:
+			return missing(l.f("source"))
+		case isAssistant:
+			return bad(tl, "image blocks are only allowed in user messages")
+		}
+	case kindToolUse:
+		switch {
+		case !isAssistant:
+			return bad(tl, "tool_use blocks are only allowed in assistant messages")
+		case b.members&mID == 0:
+			return missing(l.f("id"))
+		case b.id == "":
+			return bad(l.f("id"), "String should have at least 1 character")
+		case b.members&mName == 0:
+			return missing(l.f("name"))
+		case b.name == "":
+			return bad(l.f("name"), "String should have at least 1 character")
+		case b.members&mInput == 0:
+			return missing(l.f("input"))
+		}
+	case kindToolResult:
+		switch {
+		case isAssistant:
+			return bad(tl, "tool_result blocks are only allowed in user messages")
+		case b.members&mToolUseID == 0:
+			return missing(l.f("tool_use_id"))
+		}
+	}
+	return nil
+}
+
+// nonEmptyList reads an optional array and reports whether it has an
+// element.
+func (s *scanner) nonEmptyList(l path) (bool, *failure.Public) {
+	if isNull, p := s.null(); isNull || p != nil {
+		return false, p
+	}
+	if p := s.array(l); p != nil {
+		return false, p
+	}
+	n := 0
+	for ; ; n++ {
+		ok, p := s.NextElem(n == 0)
+		if p != nil {
+			return false, p
+		}
+		if !ok {
+			return n > 0, nil
+		}
+		if p := s.Skip(); p != nil {
+			return false, p
+		}
+	}
+}
+
+// input reads a tool_use input object as compact JSON text, the form of
+// canonical tool-call arguments.
+func (s *scanner) input(l path) (string, *failure.Public) {
+	if s.Peek() != '{' {
+		return "", s.typeErr(l, "a valid dictionary")
+	}
+	raw, p := s.Raw()
+	if p != nil {
+		return "", p
+	}
+	if bytes.IndexAny(raw, " \t\r\n") < 0 {
+		return alias(raw), nil // already compact: share the body copy
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	if err := json.Compact(&buf, raw); err != nil {
+		// The scanner accepted it, so encoding/json must too.
+		return "", bad(l, "Input should be a valid dictionary")
+	}
+	return alias(buf.Bytes()), nil
+}
+
+// alias views b as a string without copying; b is never written again.
+func alias(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// decodeSource reads an image source.
+func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
+	var none canonical.Part
+	if p := s.object(l); p != nil {
+		return none, p
+	}
+	var (
+		typ, media []byte
+		data, url  string
+		hasType    bool
+		unknown    []byte
+		has        [4]bool // media_type, data, url, file_id
+	)
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return none, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "type":
+			hasType = true
+			typ, p = s.getRaw(l.f("type"))
+		case "media_type":
+			has[0] = true
+			media, p = s.getRaw(l.f("media_type"))
+		case "data":
+			has[1] = true
+			data, p = s.getString(l.f("data"))
+		case "url":
+			has[2] = true
+			url, p = s.getString(l.f("url"))
+		case "file_id":
+			has[3] = true
+			p = s.Skip()
+		default:
+			if unknown == nil {
+				unknown = key
+			}
+			p = s.Skip()
+		}
+		if p != nil {
+			return none, p
+		}
+	}
+	// only checks that the source has no member of another source type.
+	only := func(allowed [4]bool) *failure.Public {
+		names := [...]string{"media_type", "data", "url", "file_id"}
+		for k := range names {
+			if has[k] && !allowed[k] {
+				return extra(l.f(names[k]))
+			}
+		}
+		if unknown != nil {
+			return extra(l.f(string(unknown)))
+		}
+		return nil
+	}
+	if !hasType {
+		return none, missing(l.f("type"))
+	}
+	switch string(typ) {
+	case "base64":
+		if p := only([4]bool{true, true, false, false}); p != nil {
+			return none, p
+		}
+		switch {
+		case !has[0]:
+			return none, missing(l.f("media_type"))
+		case !has[1]:
+			return none, missing(l.f("data"))
+		}
+		switch string(media) {
+		case "image/jpeg", "image/png", "image/gif", "image/webp":
+		default:
+			return none, bad(l.f("media_type"), "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'")
+		}
+		if !isBase64(data) {
+			return none, bad(l.f("data"), "Input should be valid base64 data")
+		}
+		return canonical.Part{Type: canonical.PartImage, MediaType: alias(media), Data: data}, nil
+	case "url":
+		if p := only([4]bool{false, false, true, false}); p != nil {
+			return none, p
+		}
+		if !has[2] {
+			return none, missing(l.f("url"))
+		}
+		if (!hasPrefixFold(url, "https://") && !hasPrefixFold(url, "http://")) || len(url) <= len("https://") && strings.HasSuffix(url, "//") {
+			return none, bad(l.f("url"), "Input should be an http(s) URL")
+		}
+		return canonical.Part{Type: canonical.PartImage, ImageURL: url}, nil
+	case "file":
+		return none, unsupported(l, "images uploaded with Anthropic's Files API are not available through every provider; send them inline or by URL")
+	}
+	return none, bad(l.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'", typ)
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// isBase64 checks the standard alphabet and padding without decoding.
+func isBase64(s string) bool {
+	if s == "" || len(s)%4 != 0 {
+		return false
+	}
+	body := strings.TrimRight(s, "=")
+	if len(s)-len(body) > 2 {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeResultContent reads a tool_result's content: a string or text
+// blocks. Images are refused: not every provider takes them in a tool
+// result, and some would drop them silently.
+func decodeResultContent(s *scanner, l path) ([]canonical.Part, *failure.Public) {
+	switch s.Peek() {
+	case 'n':
+		return nil, s.Literal("null")
+	case '"':
+		text, p := s.Str()
+		if p != nil || text == "" {
+			return nil, p
+		}
+		return []canonical.Part{canonical.TextPart(text)}, nil
+	case '[':
+	default:
+		return nil, s.typeErr(l, "a valid string or a valid list")
+	}
+	s.Open()
+	var parts []canonical.Part
+	for j := 0; ; j++ {
+		ok, p := s.NextElem(j == 0)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			return parts, nil
+		}
+		bl := l.at(j)
+		var b block
+		if p := b.decode(s, bl, true); p != nil {
+			return nil, p
+		}
+		switch b.kind {
+		case kindImage:
+			return nil, unsupported(bl, "images in tool results are not accepted by every provider")
+		case kindToolUse, kindToolResult:
+			return nil, bad(bl.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document', 'tool_reference'", b.typ)
+		}
+		if p := b.check(bl, false); p != nil {
+			return nil, p
+		}
+		parts = append(parts, canonical.TextPart(b.text))
+	}
+}
