@@ -76,8 +76,8 @@ func (s *state) roll(day, sec int64) {
 type Accountant struct {
 	clock Clock
 	// limits is replaced whole by SetBudgets, so one Reserve sees one
-	// consistent set.
-	limits atomic.Pointer[map[Scope]limits]
+	// consistent set. Keyed by state: a pointer hashes faster than a Scope.
+	limits atomic.Pointer[map[*state]limits]
 
 	mu     sync.RWMutex
 	states map[Scope]*state
@@ -91,7 +91,7 @@ func New(clock Clock) *Accountant {
 		clock = systemClock{}
 	}
 	a := &Accountant{clock: clock, states: map[Scope]*state{}}
-	a.limits.Store(&map[Scope]limits{})
+	a.limits.Store(&map[*state]limits{})
 	return a
 }
 
@@ -102,7 +102,7 @@ func New(clock Clock) *Accountant {
 // credit or daily cap pointing at 0 or less allows nothing. A scope listed
 // twice takes its last entry.
 func (a *Accountant) SetBudgets(bs []ledger.Budget) {
-	m := make(map[Scope]limits, len(bs))
+	m := make(map[*state]limits, len(bs))
 	for _, b := range bs {
 		l := noLimits
 		if b.CreditMicroUSD != nil {
@@ -112,7 +112,7 @@ func (a *Accountant) SetBudgets(bs []ledger.Budget) {
 			l.daily = max(*b.DailyCapMicroUSD, 0)
 		}
 		l.rpm, l.tpm = int64(max(b.RPM, 0)), int64(max(b.TPM, 0))
-		m[Scope{b.Scope, b.ID}] = l
+		m[a.state(Scope{b.Scope, b.ID})] = l
 	}
 	a.limits.Store(&m)
 }
@@ -201,7 +201,7 @@ func (a *Accountant) Reserve(scopes []Scope, amountMicro int64, tokens int) (*Ho
 		if slices.Contains(sts, st) {
 			continue
 		}
-		l, ok := lim[sc]
+		l, ok := lim[st]
 		if !ok {
 			l = noLimits
 		}
@@ -316,7 +316,8 @@ type ScopeState struct {
 	Tokens   int64 `json:"tokens_last_minute"`
 }
 
-// Snapshot returns every scope that has limits or has been counted, sorted
+// Snapshot returns every scope that has (or had) limits or has been
+// counted, sorted
 // by kind then id. Each scope is read consistently; the set is not one
 // instant across scopes.
 func (a *Accountant) Snapshot() []ScopeState {
@@ -330,25 +331,18 @@ func (a *Accountant) Snapshot() []ScopeState {
 	}
 	a.mu.RUnlock()
 
-	out := make([]ScopeState, 0, len(sts)+len(lim))
-	seen := make(map[Scope]bool, len(sts))
+	out := make([]ScopeState, 0, len(sts))
 	for _, st := range sts {
 		st.mu.Lock()
 		st.roll(day, sec)
 		ss := ScopeState{Scope: st.scope, SpentMicro: st.spent, TodayMicro: st.today, HeldMicro: st.held,
 			Requests: st.win.reqs, Tokens: st.win.tokens}
 		st.mu.Unlock()
-		l, ok := lim[st.scope]
+		l, ok := lim[st]
 		if !ok {
 			l = noLimits
 		}
 		out = append(out, withLimits(ss, l))
-		seen[st.scope] = true
-	}
-	for sc, l := range lim {
-		if !seen[sc] {
-			out = append(out, withLimits(ScopeState{Scope: sc}, l))
-		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return cmp.Or(cmp.Compare(out[i].Kind, out[j].Kind), cmp.Compare(out[i].ID, out[j].ID)) < 0

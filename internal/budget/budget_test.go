@@ -18,21 +18,19 @@ import (
 // its limit and what to do, and holds nothing anywhere.
 func TestRefusalCodes(t *testing.T) {
 	type gate struct {
-		name    string
-		budget  func(sc Scope) ledger.Budget
-		fill    func(t *testing.T, a *Accountant, c *fakeClock) // uses up most of the limit
-		amount  int64
-		tokens  int
-		code    func(kind string) string
-		inMsg   string
-		retry   time.Duration
-		alone   bool // the request exceeds the limit by itself
-		wantMsg string
+		name   string
+		budget ledger.Budget                                   // limits only; put on each scope in turn
+		fill   func(t *testing.T, a *Accountant, c *fakeClock) // uses up most of the limit
+		amount int64
+		tokens int
+		code   func(kind string) string
+		inMsg  string
+		retry  time.Duration
 	}
 	gates := []gate{
 		{
 			name:   "credit",
-			budget: func(sc Scope) ledger.Budget { return ledger.Budget{Scope: sc.Kind, ID: sc.ID, CreditMicroUSD: i64(1_000_000)} },
+			budget: ledger.Budget{CreditMicroUSD: i64(1_000_000)},
 			fill: func(t *testing.T, a *Accountant, c *fakeClock) {
 				mustReserve(t, a, all4, 400_000, 0).Settle(400_000, 0)
 				mustReserve(t, a, all4, 400_000, 0) // left open: holds count
@@ -48,7 +46,7 @@ func TestRefusalCodes(t *testing.T) {
 		},
 		{
 			name:   "credit, request alone too dear",
-			budget: func(sc Scope) ledger.Budget { return ledger.Budget{Scope: sc.Kind, ID: sc.ID, CreditMicroUSD: i64(1_000_000)} },
+			budget: ledger.Budget{CreditMicroUSD: i64(1_000_000)},
 			fill:   func(*testing.T, *Accountant, *fakeClock) {},
 			amount: 1_000_001,
 			code: func(kind string) string {
@@ -58,11 +56,10 @@ func TestRefusalCodes(t *testing.T) {
 				return kind + "_budget_exceeded"
 			},
 			inMsg: "lower max_tokens",
-			alone: true,
 		},
 		{
 			name:   "daily cap",
-			budget: func(sc Scope) ledger.Budget { return ledger.Budget{Scope: sc.Kind, ID: sc.ID, DailyCapMicroUSD: i64(2_500_000)} },
+			budget: ledger.Budget{DailyCapMicroUSD: i64(2_500_000)},
 			fill: func(t *testing.T, a *Accountant, c *fakeClock) {
 				mustReserve(t, a, all4, 2_000_000, 0).Settle(2_000_000, 0)
 			},
@@ -73,16 +70,15 @@ func TestRefusalCodes(t *testing.T) {
 		},
 		{
 			name:   "daily cap, request alone too dear",
-			budget: func(sc Scope) ledger.Budget { return ledger.Budget{Scope: sc.Kind, ID: sc.ID, DailyCapMicroUSD: i64(2_500_000)} },
+			budget: ledger.Budget{DailyCapMicroUSD: i64(2_500_000)},
 			fill:   func(*testing.T, *Accountant, *fakeClock) {},
 			amount: 2_500_001,
 			code:   func(kind string) string { return kind + "_daily_cap_reached" },
 			inMsg:  "lower max_tokens",
-			alone:  true,
 		},
 		{
 			name:   "rpm",
-			budget: func(sc Scope) ledger.Budget { return ledger.Budget{Scope: sc.Kind, ID: sc.ID, RPM: 2} },
+			budget: ledger.Budget{RPM: 2},
 			fill: func(t *testing.T, a *Accountant, c *fakeClock) {
 				mustReserve(t, a, all4, 0, 0).Release()
 				c.Advance(15 * time.Second)
@@ -95,7 +91,7 @@ func TestRefusalCodes(t *testing.T) {
 		},
 		{
 			name:   "tpm",
-			budget: func(sc Scope) ledger.Budget { return ledger.Budget{Scope: sc.Kind, ID: sc.ID, TPM: 1000} },
+			budget: ledger.Budget{TPM: 1000},
 			fill: func(t *testing.T, a *Accountant, c *fakeClock) {
 				mustReserve(t, a, all4, 0, 300)
 				c.Advance(10 * time.Second)
@@ -109,19 +105,18 @@ func TestRefusalCodes(t *testing.T) {
 		},
 		{
 			name:   "tpm, request alone too large",
-			budget: func(sc Scope) ledger.Budget { return ledger.Budget{Scope: sc.Kind, ID: sc.ID, TPM: 1000} },
+			budget: ledger.Budget{TPM: 1000},
 			fill:   func(*testing.T, *Accountant, *fakeClock) {},
 			tokens: 1001,
 			code:   func(kind string) string { return kind + "_tpm_exceeded" },
 			inMsg:  "shorten the input",
-			alone:  true,
 		},
 	}
 	for _, g := range gates {
 		for _, sc := range all4 {
 			t.Run(g.name+"/"+sc.Kind, func(t *testing.T) {
 				a, c := newTest(t0)
-				a.SetBudgets([]ledger.Budget{g.budget(sc)})
+				a.SetBudgets([]ledger.Budget{limit(sc, g.budget)})
 				g.fill(t, a, c)
 				before := a.Snapshot()
 
@@ -160,6 +155,12 @@ func TestRefusalCodes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// limit puts b's limits on sc.
+func limit(sc Scope, b ledger.Budget) ledger.Budget {
+	b.Scope, b.ID = sc.Kind, sc.ID
+	return b
 }
 
 // A refusal at one scope leaves no hold and no count at any other, whatever
