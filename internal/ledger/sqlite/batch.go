@@ -1,0 +1,160 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/ledger"
+)
+
+const (
+	sqlInsertReservation = `INSERT INTO reservations
+	(request_id, key_id, org, team, public_model, amount_micro, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (request_id) DO NOTHING`
+
+	sqlInsertRequest = `INSERT INTO requests
+	(request_id, org, team, key_id, public_model, exact_model, deployment,
+	 route_depth, attempts, status, failure_class, input_tokens, output_tokens,
+	 cached_tokens, cost_micro_usd, cost_status, reserved_micro_usd, streamed,
+	 first_token_ms, latency_ms, started_at, finished_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (request_id) DO NOTHING`
+
+	sqlInsertAttempt = `INSERT INTO attempts
+	(request_id, seq, deployment, failure_class, http_status, input_tokens,
+	 output_tokens, cost_micro_usd, first_byte_ms, duration_ms, started_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+	sqlCloseReservation = `UPDATE reservations SET settled_at = ?
+	WHERE request_id = ? AND settled_at IS NULL`
+)
+
+// WriteBatch writes b in one transaction: reservations first (a repeated
+// reservation is ignored), then each settlement's request row, its attempt
+// rows and the closing of its reservation. A settlement whose request id is
+// already settled is skipped whole, attempts included. Attempt rows are
+// keyed by the settlement's request id (Attempt.RequestID is not read).
+// A constraint violation fails the whole batch with ledger.ErrRejected.
+// b is not retained.
+func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) (err error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if len(b.Reservations) > 0 {
+		st := tx.StmtContext(ctx, s.insReservation)
+		for i := range b.Reservations {
+			r := &b.Reservations[i]
+			if _, err := st.ExecContext(ctx, r.RequestID, r.KeyID, r.Org, r.Team,
+				r.PublicModel, r.AmountMicro, micros(r.CreatedAt)); err != nil {
+				return classify("reservation", err)
+			}
+		}
+	}
+	if len(b.Settlements) > 0 {
+		req := tx.StmtContext(ctx, s.insRequest)
+		att := tx.StmtContext(ctx, s.insAttempt)
+		cls := tx.StmtContext(ctx, s.closeRes)
+		now := s.now()
+		for i := range b.Settlements {
+			if err := settle(ctx, req, att, cls, &b.Settlements[i], now); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return classify("commit", err)
+	}
+	s.wrote(len(b.Reservations) + 3*len(b.Settlements))
+	return nil
+}
+
+func settle(ctx context.Context, req, att, cls *sql.Stmt, st *ledger.Settlement, now time.Time) error {
+	r := &st.Request
+	res, err := req.ExecContext(ctx, r.RequestID, r.Org, r.Team, r.KeyID, r.PublicModel,
+		r.ExactModel, r.Deployment, r.RouteDepth, r.Attempts, r.Status, r.FailureClass,
+		r.InputTokens, r.OutputTokens, r.CachedTokens, r.CostMicroUSD, r.CostStatus,
+		r.ReservedMicroUSD, r.Streamed, r.FirstTokenMS, r.LatencyMS,
+		micros(r.StartedAt), micros(r.FinishedAt))
+	if err != nil {
+		return classify("request", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return classify("request", err)
+	} else if n == 0 {
+		return nil // already settled: never twice
+	}
+	for i := range st.Attempts {
+		a := &st.Attempts[i]
+		if _, err := att.ExecContext(ctx, r.RequestID, a.Seq, a.Deployment, a.FailureClass,
+			a.HTTPStatus, a.InputTokens, a.OutputTokens, a.CostMicroUSD, a.FirstByteMS,
+			a.DurationMS, micros(a.StartedAt)); err != nil {
+			return classify("attempt", err)
+		}
+	}
+	at := now.UnixMicro()
+	if !r.FinishedAt.IsZero() {
+		at = micros(r.FinishedAt)
+	}
+	if _, err := cls.ExecContext(ctx, at, r.RequestID); err != nil {
+		return classify("close reservation", err)
+	}
+	return nil
+}
+
+// RecoverOpen releases every reservation that is neither settled nor
+// released (the gateway died between reserving and settling) and returns
+// them. Call it at start-up, before any Writer runs: a reservation still in
+// flight would be released too. A second call returns nothing.
+func (s *Store) RecoverOpen(ctx context.Context) (_ []ledger.Released, err error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	rows, err := tx.QueryContext(ctx, `SELECT request_id, key_id, org, team, public_model, amount_micro, created_at
+	FROM reservations WHERE settled_at IS NULL AND released_at IS NULL ORDER BY created_at, request_id`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
+	}
+	var out []ledger.Released
+	for rows.Next() {
+		var r ledger.Released
+		var created int64
+		if err := rows.Scan(&r.RequestID, &r.KeyID, &r.Org, &r.Team, &r.PublicModel, &r.AmountMicro, &created); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
+		}
+		r.CreatedAt = fromMicros(created)
+		out = append(out, r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE reservations SET released_at = ?
+	WHERE settled_at IS NULL AND released_at IS NULL`, micros(s.now())); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: recover: release: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: recover: commit: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,181 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/ledger"
+)
+
+// CreateKey stores k. A key whose id or hash exists already is refused with
+// ledger.ErrDuplicate. A zero CreatedAt is set to now.
+func (s *Store) CreateKey(ctx context.Context, k *ledger.Key) error {
+	models := k.Models
+	if models == nil {
+		models = []string{}
+	}
+	mj, err := json.Marshal(models)
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: create key: %w", err)
+	}
+	created := k.CreatedAt
+	if created.IsZero() {
+		created = s.now()
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO keys (id, hash, prefix, org, team, models, created_at, revoked_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.Hash, k.Prefix, k.Org, k.Team, string(mj), micros(created), nullMicros(k.RevokedAt))
+	if isConstraint(err) {
+		return fmt.Errorf("ledger/sqlite: create key %q: %w", k.ID, ledger.ErrDuplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: create key: %w", err)
+	}
+	return nil
+}
+
+const keyColumns = `id, hash, prefix, org, team, models, created_at, revoked_at`
+
+// KeyByHash returns the key with this SHA-256 hash, revoked or not (the
+// caller checks RevokedAt), or ledger.ErrNotFound.
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*ledger.Key, error) {
+	row := s.r.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = ?`, hash)
+	k, err := scanKey(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("ledger/sqlite: key by hash: %w", ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: key by hash: %w", err)
+	}
+	return k, nil
+}
+
+// Keys lists every key, revoked ones included, by creation time then id.
+func (s *Store) Keys(ctx context.Context) ([]ledger.Key, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+keyColumns+` FROM keys ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: keys: %w", err)
+	}
+	defer rows.Close()
+	var out []ledger.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("ledger/sqlite: keys: %w", err)
+		}
+		out = append(out, *k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: keys: %w", err)
+	}
+	return out, nil
+}
+
+type scanner interface{ Scan(dst ...any) error }
+
+func scanKey(sc scanner) (*ledger.Key, error) {
+	var k ledger.Key
+	var models string
+	var created int64
+	var revoked sql.NullInt64
+	if err := sc.Scan(&k.ID, &k.Hash, &k.Prefix, &k.Org, &k.Team, &models, &created, &revoked); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(models), &k.Models); err != nil {
+		return nil, fmt.Errorf("key %q: models column: %w", k.ID, err)
+	}
+	if len(k.Models) == 0 {
+		k.Models = nil
+	}
+	k.CreatedAt = fromMicros(created)
+	k.RevokedAt = fromNullMicros(revoked)
+	return &k, nil
+}
+
+// RevokeKey marks the key revoked at at. Revoking a revoked key keeps the
+// first revocation time; an unknown id is ledger.ErrNotFound.
+func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, micros(at), id)
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: revoke key: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: revoke key: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("ledger/sqlite: revoke key %q: %w", id, ledger.ErrNotFound)
+	}
+	return nil
+}
+
+// SetBudget creates or replaces the limits of one scope. A zero UpdatedAt
+// is set to now. An unknown scope kind is refused.
+func (s *Store) SetBudget(ctx context.Context, b *ledger.Budget) error {
+	switch b.Scope {
+	case ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel:
+	default:
+		return fmt.Errorf("ledger/sqlite: set budget: unknown scope %q", b.Scope)
+	}
+	updated := b.UpdatedAt
+	if updated.IsZero() {
+		updated = s.now()
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO budgets (scope, id, credit_micro_usd, daily_cap_micro_usd, rpm, tpm, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (scope, id) DO UPDATE SET
+		credit_micro_usd = excluded.credit_micro_usd,
+		daily_cap_micro_usd = excluded.daily_cap_micro_usd,
+		rpm = excluded.rpm, tpm = excluded.tpm, updated_at = excluded.updated_at`,
+		b.Scope, b.ID, nullInt(b.CreditMicroUSD), nullInt(b.DailyCapMicroUSD), b.RPM, b.TPM, micros(updated))
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: set budget: %w", err)
+	}
+	return nil
+}
+
+// Budgets lists every scope's limits, by scope then id.
+func (s *Store) Budgets(ctx context.Context) ([]ledger.Budget, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT scope, id, credit_micro_usd, daily_cap_micro_usd, rpm, tpm, updated_at
+	FROM budgets ORDER BY scope, id`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: budgets: %w", err)
+	}
+	defer rows.Close()
+	var out []ledger.Budget
+	for rows.Next() {
+		var b ledger.Budget
+		var credit, daily sql.NullInt64
+		var updated int64
+		if err := rows.Scan(&b.Scope, &b.ID, &credit, &daily, &b.RPM, &b.TPM, &updated); err != nil {
+			return nil, fmt.Errorf("ledger/sqlite: budgets: %w", err)
+		}
+		b.CreditMicroUSD = intPtr(credit)
+		b.DailyCapMicroUSD = intPtr(daily)
+		b.UpdatedAt = fromMicros(updated)
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: budgets: %w", err)
+	}
+	return out, nil
+}
+
+func nullInt(p *int64) sql.NullInt64 {
+	if p == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: *p, Valid: true}
+}
+
+func intPtr(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	x := v.Int64
+	return &x
+}

@@ -1,0 +1,155 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migrations are applied in order; migrations[i] brings the schema to
+// version i+1. Never edit or reorder a released migration: add one.
+//
+// No table has a prompt, response or any content column: the ledger is
+// content-free by contract (a test checks every column against an
+// allowlist). Times are INTEGER microseconds since the Unix epoch, UTC.
+func migrations() [SchemaVersion]string { return [...]string{migration1, migration2} }
+
+// SchemaVersion is the schema version this binary writes.
+const SchemaVersion = len([...]string{migration1, migration2})
+
+// migration1: the tables.
+const migration1 = `
+CREATE TABLE keys (
+	id          TEXT PRIMARY KEY,
+	hash        BLOB NOT NULL UNIQUE,
+	prefix      TEXT NOT NULL,
+	org         TEXT NOT NULL,
+	team        TEXT NOT NULL,
+	models      TEXT NOT NULL,          -- JSON array of public model names; [] = all
+	created_at  INTEGER NOT NULL,
+	revoked_at  INTEGER                 -- NULL while the key is valid
+);
+CREATE TABLE budgets (
+	scope               TEXT NOT NULL CHECK (scope IN ('org','team','key','model')),
+	id                  TEXT NOT NULL,
+	credit_micro_usd    INTEGER,        -- NULL = no limit
+	daily_cap_micro_usd INTEGER,        -- NULL = no limit
+	rpm                 INTEGER NOT NULL DEFAULT 0,
+	tpm                 INTEGER NOT NULL DEFAULT 0,
+	updated_at          INTEGER NOT NULL,
+	PRIMARY KEY (scope, id)
+);
+CREATE TABLE reservations (
+	request_id    TEXT PRIMARY KEY,
+	key_id        TEXT NOT NULL,
+	org           TEXT NOT NULL,
+	team          TEXT NOT NULL,
+	public_model  TEXT NOT NULL,
+	amount_micro  INTEGER NOT NULL,
+	created_at    INTEGER NOT NULL,
+	settled_at    INTEGER,              -- set in the settling transaction
+	released_at   INTEGER               -- set by RecoverOpen after a crash
+);
+CREATE TABLE requests (
+	request_id          TEXT PRIMARY KEY, -- a settlement can never be written twice
+	org                 TEXT NOT NULL,
+	team                TEXT NOT NULL,
+	key_id              TEXT NOT NULL,
+	public_model        TEXT NOT NULL,
+	exact_model         TEXT NOT NULL,
+	deployment          TEXT NOT NULL,
+	route_depth         INTEGER NOT NULL,
+	attempts            INTEGER NOT NULL,
+	status              TEXT NOT NULL,
+	failure_class       TEXT NOT NULL,
+	input_tokens        INTEGER NOT NULL,
+	output_tokens       INTEGER NOT NULL,
+	cached_tokens       INTEGER NOT NULL,
+	cost_micro_usd      INTEGER NOT NULL,
+	cost_status         TEXT NOT NULL,
+	reserved_micro_usd  INTEGER NOT NULL,
+	streamed            INTEGER NOT NULL,
+	first_token_ms      INTEGER NOT NULL,
+	latency_ms          INTEGER NOT NULL,
+	started_at          INTEGER NOT NULL,
+	finished_at         INTEGER NOT NULL
+);
+CREATE TABLE attempts (
+	request_id     TEXT NOT NULL REFERENCES requests (request_id),
+	seq            INTEGER NOT NULL,
+	deployment     TEXT NOT NULL,
+	failure_class  TEXT NOT NULL,
+	http_status    INTEGER NOT NULL,
+	input_tokens   INTEGER NOT NULL,
+	output_tokens  INTEGER NOT NULL,
+	cost_micro_usd INTEGER NOT NULL,
+	first_byte_ms  INTEGER NOT NULL,
+	duration_ms    INTEGER NOT NULL,
+	started_at     INTEGER NOT NULL,
+	PRIMARY KEY (request_id, seq)
+) WITHOUT ROWID;
+`
+
+// migration2: indexes for usage reports, and for finding open reservations
+// at start-up without scanning every settled one.
+const migration2 = `
+CREATE INDEX requests_started_at ON requests (started_at);
+CREATE INDEX requests_key ON requests (key_id, started_at);
+CREATE INDEX requests_org ON requests (org, started_at);
+CREATE INDEX requests_team ON requests (team, started_at);
+CREATE INDEX requests_model ON requests (public_model, started_at);
+CREATE INDEX requests_deployment ON requests (deployment, started_at);
+CREATE INDEX reservations_open ON reservations (created_at)
+	WHERE settled_at IS NULL AND released_at IS NULL;
+`
+
+// migrate applies every migration past the database's version, each in its
+// own transaction together with its schema_migrations row, so a crash
+// mid-way leaves a consistent older version that the next Open continues.
+func migrate(ctx context.Context, db *sql.DB, now func() time.Time) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	applied_at INTEGER NOT NULL
+)`); err != nil {
+		return fmt.Errorf("ledger/sqlite: migrate: %w", err)
+	}
+	for {
+		done, err := migrateOne(ctx, db, now)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// migrateOne applies the next migration, if any. The version is read
+// inside the (immediate, write-locked) transaction, so two processes
+// opening one file at once never apply a migration twice.
+func migrateOne(ctx context.Context, db *sql.DB, now func() time.Time) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("ledger/sqlite: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return false, fmt.Errorf("ledger/sqlite: migrate: read version: %w", err)
+	}
+	if have > SchemaVersion {
+		return false, &SchemaVersionError{Have: have, Known: SchemaVersion}
+	}
+	if have == SchemaVersion {
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, migrations()[have]); err != nil {
+		return false, fmt.Errorf("ledger/sqlite: migration %d: %w", have+1, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		have+1, micros(now())); err != nil {
+		return false, fmt.Errorf("ledger/sqlite: migration %d: %w", have+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("ledger/sqlite: migration %d: commit: %w", have+1, err)
+	}
+	return false, nil
+}

@@ -1,0 +1,275 @@
+// Package sqlite is the embedded ledger.Store: one SQLite file in WAL mode,
+// one writer connection for group-committed batches and a small pool of
+// read-only connections for lookups and usage queries.
+//
+// Durability: synchronous=NORMAL in WAL mode makes every committed
+// transaction survive a crash of the process (kill -9), because the commit
+// has been written to the WAL through the operating system before COMMIT
+// returns; only a power loss or kernel crash can lose the last commits
+// before the next checkpoint. That is the contract the gateway states.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/ledger"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// readers is the size of the read-only pool; reads are short (key lookups,
+// usage reports), WAL readers never block the writer.
+const readers = 4
+
+// busyTimeout is how long a connection waits on another process's lock
+// (a second gateway, the CLI) before failing with SQLITE_BUSY.
+const busyTimeout = 5 * time.Second
+
+// checkpointEvery is how many rows the writer commits between two kicks of
+// the checkpointer (~a few MB of WAL).
+const checkpointEvery = 4096
+
+// Store is the SQLite ledger. It is safe for concurrent use.
+type Store struct {
+	w   *sql.DB // one connection: batches and admin writes, serialised
+	r   *sql.DB // read-only pool
+	cp  *sql.DB // one connection: WAL checkpoints, off the commit path
+	now func() time.Time
+
+	// The checkpointer goroutine, owned by the Store: kicked by WriteBatch
+	// every checkpointEvery rows, stopped by Close.
+	kick      chan struct{}
+	stop      chan struct{}
+	stopped   chan struct{} // nil until the checkpointer runs
+	rowsMu    sync.Mutex
+	rowsSince int
+
+	closeOnce sync.Once
+	closeErr  error
+
+	insReservation *sql.Stmt
+	insRequest     *sql.Stmt
+	insAttempt     *sql.Stmt
+	closeRes       *sql.Stmt
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// SchemaVersionError is returned by Open for a database written by a newer
+// spillway: its schema is past every migration this binary knows.
+type SchemaVersionError struct {
+	Have  int // the database's schema version
+	Known int // the newest version this binary knows
+}
+
+func (e *SchemaVersionError) Error() string {
+	return fmt.Sprintf("ledger/sqlite: database schema version %d is newer than this binary's %d", e.Have, e.Known)
+}
+
+// Open opens (creating it if missing) the ledger at path and brings its
+// schema up to date. It refuses a database from a newer schema version
+// with a *SchemaVersionError.
+func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, time.Now)
+}
+
+func open(ctx context.Context, path string, now func() time.Time) (_ *Store, err error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: %w", err)
+	}
+	w, err := sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{w: w, now: now, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := migrate(ctx, w, now); err != nil {
+		return nil, err
+	}
+	// Readers open only after migration so that their first connection
+	// sees the final schema and never races the WAL switch.
+	s.r, err = sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: open readers: %w", err)
+	}
+	s.r.SetMaxOpenConns(readers)
+	s.r.SetMaxIdleConns(readers)
+	if err := s.r.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: open readers: %w", err)
+	}
+	s.cp, err = sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: open checkpointer: %w", err)
+	}
+	s.cp.SetMaxOpenConns(1)
+	s.cp.SetMaxIdleConns(1)
+	if err := s.cp.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: open checkpointer: %w", err)
+	}
+	if err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
+	s.stopped = make(chan struct{})
+	go s.checkpointer()
+	return s, nil
+}
+
+// checkpointer copies the WAL back into the database file when kicked.
+// The writer connection never checkpoints (wal_autocheckpoint=0), so the
+// fsyncs a checkpoint needs stay off the commit path; a PASSIVE checkpoint
+// never blocks the writer or the readers.
+func (s *Store) checkpointer() {
+	defer close(s.stopped)
+	for {
+		select {
+		case <-s.kick:
+			// A failed checkpoint is retried at the next kick; the WAL
+			// only grows meanwhile, nothing is lost.
+			s.cp.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// wrote counts committed rows and kicks the checkpointer now and then.
+func (s *Store) wrote(rows int) {
+	s.rowsMu.Lock()
+	s.rowsSince += rows
+	due := s.rowsSince >= checkpointEvery
+	if due {
+		s.rowsSince = 0
+	}
+	s.rowsMu.Unlock()
+	if due {
+		select {
+		case s.kick <- struct{}{}:
+		default: // one is already pending
+		}
+	}
+}
+
+// dsn builds a file: URI so that any path (spaces, '?', '#') reaches SQLite
+// intact; the underscore keys are the driver's and SQLite ignores them.
+func dsn(abs string, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
+	q.Set("_journal_mode", "WAL")
+	// NORMAL: durable against a process kill in WAL mode (see package doc).
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_foreign_keys", "on")
+	// Only the checkpointer goroutine checkpoints (see checkpointer).
+	q.Add("_pragma", "wal_autocheckpoint(0)")
+	if readOnly {
+		q.Set("_query_only", "on")
+	} else {
+		// Take the write lock at BEGIN: a deferred transaction that
+		// upgrades later can fail with SQLITE_BUSY without waiting.
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
+	return u.String()
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.insReservation, sqlInsertReservation},
+		{&s.insRequest, sqlInsertRequest},
+		{&s.insAttempt, sqlInsertAttempt},
+		{&s.closeRes, sqlCloseReservation},
+	} {
+		st, err := s.w.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("ledger/sqlite: prepare: %w", err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+// Close checkpoints the WAL into the database file and closes every
+// connection. Pending reads fail; the Writer must have been closed first
+// so no batch is cut off.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Store) close() error {
+	var errs []error
+	if s.stopped != nil {
+		close(s.stop)
+		<-s.stopped
+	}
+	if s.cp != nil {
+		// Best effort: a later Open replays whatever WAL is left.
+		s.cp.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+		errs = append(errs, s.cp.Close())
+	}
+	for _, st := range []*sql.Stmt{s.insReservation, s.insRequest, s.insAttempt, s.closeRes} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// classify wraps a write error: constraint violations are the batch's
+// fault (ledger.ErrRejected), anything else is the store's.
+func classify(op string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+		return fmt.Errorf("ledger/sqlite: %s: %w: %w", op, ledger.ErrRejected, err)
+	}
+	return fmt.Errorf("ledger/sqlite: %s: %w", op, err)
+}
+
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// Times are stored as INTEGER microseconds since the Unix epoch, UTC;
+// optional ones as NULL when zero.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func nullMicros(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func fromNullMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
