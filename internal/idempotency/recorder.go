@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Recording is one answer as the caller saw it. Once handed to an Owner it is
@@ -70,23 +71,41 @@ func kept(k string) bool {
 // ResponseWriter.
 type RecordingWriter struct {
 	w     http.ResponseWriter
-	rc    *http.ResponseController
+	rc    http.ResponseController
 	limit int
+	pool  *sync.Pool // of *recBuf; nil: buffers are not reused
 
 	status int
 	header http.Header
-	data   []byte
-	ends   []int // end offset in data of each flushed chunk
+	buf    *recBuf
+	rec    *Recording // once Recording was called
 	// streamed: flushed at least once; over: data outgrew limit and was
 	// dropped; broken: a write or flush to the caller failed.
 	streamed, over, broken bool
 }
 
+// recBuf is the scratch a recording grows in. It is reused across requests
+// when it comes from a pool, so a stream's recording costs one exact copy
+// instead of a chain of growing appends.
+type recBuf struct {
+	data []byte
+	ends []int // end offset in data of each flushed chunk
+}
+
+// maxPooledBuf keeps rare huge answers from pinning memory in a pool.
+const maxPooledBuf = 1 << 20
+
 // NewRecorder wraps w, recording at most maxBytes of body; past that the
 // recording is dropped and marked OverLimit (the caller still gets every
 // byte).
 func NewRecorder(w http.ResponseWriter, maxBytes int) *RecordingWriter {
-	return &RecordingWriter{w: w, rc: http.NewResponseController(w), limit: maxBytes}
+	return &RecordingWriter{w: w, rc: *http.NewResponseController(w), limit: maxBytes, buf: &recBuf{}}
+}
+
+func newPooledRecorder(w http.ResponseWriter, maxBytes int, pool *sync.Pool) *RecordingWriter {
+	r := &RecordingWriter{w: w, rc: *http.NewResponseController(w), limit: maxBytes, pool: pool}
+	r.buf = pool.Get().(*recBuf)
+	return r
 }
 
 // Header returns the underlying writer's header map.
@@ -126,14 +145,26 @@ func (r *RecordingWriter) Write(p []byte) (int, error) {
 	if err != nil {
 		r.broken = true
 	}
-	if !r.over {
-		if len(r.data)+n > r.limit {
-			r.over, r.data, r.ends = true, nil, nil
+	if !r.over && r.buf != nil {
+		if len(r.buf.data)+n > r.limit {
+			r.over = true
+			r.release()
 		} else {
-			r.data = append(r.data, p[:n]...)
+			r.buf.data = append(r.buf.data, p[:n]...)
 		}
 	}
 	return n, err
+}
+
+// release gives the scratch buffer back; nothing more is recorded.
+func (r *RecordingWriter) release() {
+	b := r.buf
+	r.buf = nil
+	if r.pool == nil || b == nil || cap(b.data) > maxPooledBuf {
+		return
+	}
+	b.data, b.ends = b.data[:0], b.ends[:0]
+	r.pool.Put(b)
 }
 
 // Flush flushes to the caller and ends the current chunk.
@@ -144,8 +175,8 @@ func (r *RecordingWriter) Flush() { _ = r.FlushError() }
 func (r *RecordingWriter) FlushError() error {
 	r.capture(http.StatusOK) // a flush sends the header
 	r.streamed = true
-	if !r.over && len(r.data) > r.lastEnd() {
-		r.ends = append(r.ends, len(r.data))
+	if b := r.buf; b != nil && len(b.data) > r.lastEnd() {
+		b.ends = append(b.ends, len(b.data))
 	}
 	err := r.rc.Flush()
 	if err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -155,30 +186,38 @@ func (r *RecordingWriter) FlushError() error {
 }
 
 func (r *RecordingWriter) lastEnd() int {
-	if len(r.ends) == 0 {
+	if len(r.buf.ends) == 0 {
 		return 0
 	}
-	return r.ends[len(r.ends)-1]
+	return r.buf.ends[len(r.buf.ends)-1]
 }
 
-// Recording returns what was recorded. Call it once the handler has
-// finished writing; bytes written after the last flush form the last chunk.
+// Recording returns what was recorded, as one exact copy the recorder no
+// longer touches. Call it when the handler has finished writing; bytes
+// written after the last flush form the last chunk. Later writes are passed
+// through but not recorded, and later calls return the same Recording.
 func (r *RecordingWriter) Recording() *Recording {
+	if r.rec != nil {
+		return r.rec
+	}
 	rec := &Recording{Status: r.status, Header: r.header, Streamed: r.streamed, OverLimit: r.over, WriteFailed: r.broken}
-	if r.over {
+	r.rec = rec
+	b := r.buf
+	if rec.OverLimit {
 		return rec
 	}
-	data := r.data
-	if cap(data)-len(data) > len(data)/4 {
-		data = slices.Clone(data) // do not keep append's slack for a TTL
+	defer r.release()
+	if len(b.data) == 0 {
+		return rec
 	}
+	data := slices.Clone(b.data)
 	if !r.streamed {
 		rec.Body = data
 		return rec
 	}
-	rec.Chunks = make([][]byte, 0, len(r.ends)+1)
+	rec.Chunks = make([][]byte, 0, len(b.ends)+1)
 	start := 0
-	for _, end := range r.ends {
+	for _, end := range b.ends {
 		rec.Chunks = append(rec.Chunks, data[start:end:end])
 		start = end
 	}

@@ -353,3 +353,27 @@ func TestOwnerRecorderUsesTheStoreLimit(t *testing.T) {
 		t.Fatalf("got %s", kind(c))
 	}
 }
+
+func TestPooledRecordingsDoNotAlias(t *testing.T) {
+	s, _ := newTest(t, Options{})
+	var recs []*Recording
+	for i, body := range []string{"first answer", "second", "third answer, longer"} {
+		o := begin(t, s, "t", strconv.Itoa(i), h("a")).Owner
+		rw := o.Recorder(httptest.NewRecorder())
+		_, _ = io.WriteString(rw, body[:3])
+		rw.Flush()
+		_, _ = io.WriteString(rw, body[3:])
+		r := rw.Recording()
+		if rw.Recording() != r {
+			t.Fatal("a second Recording call built another recording")
+		}
+		_, _ = io.WriteString(rw, "late") // passed through, not recorded
+		o.Complete(r)
+		recs = append(recs, r)
+	}
+	for i, want := range []string{"first answer", "second", "third answer, longer"} {
+		if got := string(bytes.Join(recs[i].Chunks, nil)); got != want {
+			t.Fatalf("recording %d became %q, want %q", i, got, want)
+		}
+	}
+}

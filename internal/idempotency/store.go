@@ -8,7 +8,8 @@
 //     exactly: status, the headers worth replaying, and the body, or for a
 //     stream the same bytes in the same flushed chunks.
 //   - The same key with a different hash is refused with a 409 conflict.
-//   - Concurrent requests with the key wait for the owner and get its result.
+//   - Concurrent requests with the key wait for the owner and get its result
+//     once the owner has finished (a stream is replayed whole, not live).
 //   - Fail closed: a key whose owner failed reports that failure from then on,
 //     and a key whose owner went away before its answer was complete (or whose
 //     answer was too large to keep) is refused with a 409; the request is
@@ -20,7 +21,8 @@
 //     afresh. In-flight keys are never evicted.
 //
 // Replays are answered before any budget, gate or ledger is touched, so a
-// replay can never charge twice.
+// replay can never charge twice; it carries the original's headers (cost
+// included) plus Idempotent-Replayed: true, so the caller can tell.
 //
 // Content lives only in this process's memory and is never persisted:
 // durable storage is content-free by product rule (the ledger keeps a request
@@ -89,6 +91,8 @@ type Store struct {
 	exp   list // finished entries, soonest expiry first
 	n     int  // finished entries (those in use and exp)
 	bytes int64
+
+	bufs sync.Pool // of *recBuf, for the owners' recorders
 }
 
 // New returns an empty store bounded by o.
@@ -113,6 +117,7 @@ func New(o Options) *Store {
 		clock: o.Clock, ttl: o.TTL, maxEntries: o.MaxEntries, maxBytes: o.MaxBytes, maxEntryBytes: o.MaxEntryBytes,
 		keys: make(map[mapKey]*entry),
 		use:  list{i: byUse}, exp: list{i: byExpiry},
+		bufs: sync.Pool{New: func() any { return &recBuf{data: make([]byte, 0, 4096)} }},
 	}
 }
 
@@ -242,9 +247,10 @@ func (o *Owner) Abandon() { o.finish(abandoned, nil) }
 // waiting request claims it afresh.
 func (o *Owner) Release() { o.finish(released, nil) }
 
-// Recorder wraps w in a RecordingWriter limited to the store's MaxEntryBytes.
+// Recorder wraps w in a RecordingWriter limited to the store's
+// MaxEntryBytes, growing in a buffer the store reuses.
 func (o *Owner) Recorder(w http.ResponseWriter) *RecordingWriter {
-	return NewRecorder(w, int(min(o.s.maxEntryBytes, int64(maxInt))))
+	return newPooledRecorder(w, int(min(o.s.maxEntryBytes, int64(maxInt))), &o.s.bufs)
 }
 
 const maxInt = int(^uint(0) >> 1)
