@@ -1,0 +1,419 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// WriterOptions tunes a Writer. Every zero field means its default.
+type WriterOptions struct {
+	// MaxBatch is the most queued items (reservations plus settlements)
+	// one transaction holds. Default 512.
+	MaxBatch int
+	// MaxDelay bounds how long a batch keeps filling once its first item
+	// is taken. Default 2ms; negative means never wait. A batch stops
+	// filling as soon as the queue stays empty after the writer has let
+	// the producers run, so a lone settler is not delayed by MaxDelay:
+	// it only caps the wait while items keep arriving.
+	MaxDelay time.Duration
+	// QueueSize is how many items may wait for the writer. Default 8192.
+	// A full queue blocks Reserve, Settle and SettleAsync until the writer
+	// takes items (backpressure: the store is slower than the traffic).
+	QueueSize int
+	// Log receives retry warnings and lost-row errors. Default: discard.
+	Log *slog.Logger
+	// OnError, when set, is called with every error that loses rows: a
+	// batch that failed after its retries or was rejected (a *WriteError,
+	// on the writer's goroutine), an invalid SettleAsync or a Reserve after
+	// Close (on the caller's). It must not block. Default: log only.
+	OnError func(error)
+}
+
+// Retry policy for a failed commit: bounded, doubling, no jitter (there is
+// one writer per store, so no herd to spread).
+const (
+	defaultRetries = 5
+	defaultBackoff = 5 * time.Millisecond
+	maxBackoff     = 200 * time.Millisecond
+	// fillYields is how many times in a row a filling batch yields to the
+	// producers on an empty queue before it commits.
+	fillYields = 2
+)
+
+// WriteError reports rows lost to the ledger: a batch the store refused or
+// that kept failing after its retries. Settle callers whose settlement was
+// in it receive it.
+type WriteError struct {
+	Reservations int // reservations in the failed batch
+	Settlements  int // settlements in the failed batch
+	Tries        int // WriteBatch calls made
+	Err          error
+}
+
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("ledger: batch of %d reservations and %d settlements lost after %d tries: %v",
+		e.Reservations, e.Settlements, e.Tries, e.Err)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// Writer is the ledger's group-commit writer: callers queue reservations
+// and settlements, and one goroutine writes them to the Store in batches,
+// one transaction per batch, in queue order. Every method is safe for
+// concurrent use.
+//
+// Order: items are committed in the order they were queued, so a request's
+// reservation (queued first by the goroutine that later settles it) is
+// never committed after its settlement.
+type Writer struct {
+	s    Store
+	opts WriterOptions
+	log  *slog.Logger
+
+	q chan item
+	// mu makes Close wait for sends in progress: a send holds it for
+	// reading, Close takes it for writing and sets closed, so nothing is
+	// queued once the writer drains for the last time.
+	mu     sync.RWMutex
+	closed bool
+
+	quit      chan struct{} // closed by Close: drain and exit
+	closeOnce sync.Once
+	done      chan struct{} // closed when the goroutine has exited
+	ctx       context.Context
+	abort     context.CancelFunc // Close's ctx ended: stop retrying
+
+	waiters sync.Pool // *waiter
+
+	retries int
+	backoff time.Duration
+	sleep   func(context.Context, time.Duration) bool
+	now     func() time.Time
+
+	// Owned by the writer goroutine; reused batch to batch.
+	buf   []item
+	batch Batch
+
+	st stats
+}
+
+type item struct {
+	res Reservation
+	set *Settlement // nil for a reservation
+	w   *waiter     // nil unless a Settle call waits
+}
+
+// waiter carries one Settle call's result; pooled, its channel has room
+// for the one result so the writer never blocks on a caller that left.
+type waiter struct{ ch chan error }
+
+// NewWriter starts the writer's goroutine; Close stops it.
+func NewWriter(s Store, opts WriterOptions) *Writer {
+	return newWriter(s, opts, time.Now, sleepCtx)
+}
+
+func newWriter(s Store, opts WriterOptions, now func() time.Time, sleep func(context.Context, time.Duration) bool) *Writer {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 512
+	}
+	if opts.MaxDelay == 0 {
+		opts.MaxDelay = 2 * time.Millisecond
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 8192
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Writer{
+		s:       s,
+		opts:    opts,
+		log:     log,
+		q:       make(chan item, opts.QueueSize),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		ctx:     ctx,
+		abort:   cancel,
+		retries: defaultRetries,
+		backoff: defaultBackoff,
+		sleep:   sleep,
+		now:     now,
+		buf:     make([]item, 0, opts.MaxBatch),
+	}
+	w.waiters.New = func() any { return &waiter{ch: make(chan error, 1)} }
+	go w.run()
+	return w
+}
+
+// Reserve queues r. It never waits for I/O; it blocks only while the queue
+// is full. After Close, r is dropped and reported to OnError (ErrClosed).
+func (w *Writer) Reserve(r Reservation) {
+	if err := w.send(item{res: r}); err != nil {
+		w.report(fmt.Errorf("ledger: reservation %q dropped: %w", r.RequestID, err))
+	}
+}
+
+// Settle queues s and waits until the transaction holding it has
+// committed, returning nil, or the *WriteError that lost it. The gateway
+// calls it just before a response's final byte, so a caller who got the
+// whole answer always has a durable settled row.
+//
+// Queueing blocks only while the queue is full (whatever ctx says, so
+// that a settlement is never silently left out). If ctx ends while s waits
+// for its commit, Settle returns ctx.Err() and s is still committed. The
+// Writer owns s from the call until its commit: do not modify it.
+func (w *Writer) Settle(ctx context.Context, s *Settlement) error {
+	if err := validSettlement(s); err != nil {
+		return err
+	}
+	wt := w.waiters.Get().(*waiter)
+	start := w.now()
+	if err := w.send(item{set: s, w: wt}); err != nil {
+		w.waiters.Put(wt)
+		return err
+	}
+	select {
+	case err := <-wt.ch:
+		w.waiters.Put(wt)
+		w.st.wait.record(w.now().Sub(start))
+		return err
+	case <-ctx.Done():
+		// The writer will still deliver into wt.ch; wt is not reused.
+		return ctx.Err()
+	}
+}
+
+// SettleAsync queues s without waiting (the caller is gone, or the answer
+// was already sent). Failures go to OnError. The Writer owns s from now
+// on: do not modify it.
+func (w *Writer) SettleAsync(s *Settlement) {
+	err := validSettlement(s)
+	if err == nil {
+		err = w.send(item{set: s})
+	}
+	if err != nil {
+		w.report(fmt.Errorf("ledger: settlement %q dropped: %w", s.Request.RequestID, err))
+	}
+}
+
+func (w *Writer) send(it item) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	w.q <- it
+	return nil
+}
+
+// validSettlement refuses what would make a whole batch fail later: no
+// request id, attempts that belong to another request or share a seq.
+func validSettlement(s *Settlement) error {
+	if s == nil || s.Request.RequestID == "" {
+		return fmt.Errorf("%w: no request id", ErrInvalidSettlement)
+	}
+	for i := range s.Attempts {
+		a := &s.Attempts[i]
+		if a.RequestID != "" && a.RequestID != s.Request.RequestID {
+			return fmt.Errorf("%w: attempt %d belongs to another request", ErrInvalidSettlement, a.Seq)
+		}
+		for j := range i {
+			if s.Attempts[j].Seq == a.Seq {
+				return fmt.Errorf("%w: attempt seq %d repeated", ErrInvalidSettlement, a.Seq)
+			}
+		}
+	}
+	return nil
+}
+
+// Close stops taking items, commits everything queued and stops the
+// goroutine. If ctx ends first, retries stop, what is left fails with the
+// store's error, and Close returns ctx's error without waiting further;
+// the goroutine exits as soon as the store returns. Close may be called
+// again to wait once more.
+func (w *Writer) Close(ctx context.Context) error {
+	w.closeOnce.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+		close(w.quit)
+	})
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		w.abort()
+		return fmt.Errorf("ledger: writer close: %w", ctx.Err())
+	}
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	defer w.abort()
+	for {
+		var it item
+		select {
+		case it = <-w.q:
+		case <-w.quit:
+			w.drain()
+			return
+		}
+		w.buf = append(w.buf[:0], it)
+		w.fill()
+		w.commit(w.buf)
+	}
+}
+
+// drain commits what is left after Close; nothing can be queued any more.
+func (w *Writer) drain() {
+	w.buf = w.buf[:0]
+	for {
+		select {
+		case it := <-w.q:
+			w.buf = append(w.buf, it)
+			if len(w.buf) == w.opts.MaxBatch {
+				w.commit(w.buf)
+				w.buf = w.buf[:0]
+			}
+		default:
+			if len(w.buf) > 0 {
+				w.commit(w.buf)
+			}
+			return
+		}
+	}
+}
+
+// fill takes queued items into w.buf until MaxBatch, until MaxDelay has
+// passed since the first, or until the queue stays empty after yielding to
+// the producers fillYields times in a row. Yielding (not sleeping) lets the
+// callers a commit just released queue their next items, so batches grow
+// under load at no cost to a lone caller.
+func (w *Writer) fill() {
+	if w.opts.MaxDelay < 0 {
+		w.take()
+		return
+	}
+	var deadline time.Time
+	yields := 0
+	for len(w.buf) < w.opts.MaxBatch {
+		if w.take() {
+			yields = 0
+			continue
+		}
+		if yields == fillYields {
+			return
+		}
+		now := w.now()
+		if deadline.IsZero() {
+			deadline = now.Add(w.opts.MaxDelay)
+		} else if !now.Before(deadline) {
+			return
+		}
+		runtime.Gosched()
+		yields++
+	}
+}
+
+// take moves what is queued now into w.buf, up to MaxBatch; it reports
+// whether it took anything.
+func (w *Writer) take() bool {
+	took := false
+	for len(w.buf) < w.opts.MaxBatch {
+		select {
+		case it := <-w.q:
+			w.buf = append(w.buf, it)
+			took = true
+		default:
+			return took
+		}
+	}
+	return took
+}
+
+// commit writes items in one transaction and releases their waiters. A
+// batch the store rejects for its content is split in halves, in order, so
+// one bad row costs only itself; any other failure is retried as a whole.
+func (w *Writer) commit(items []item) {
+	err := w.write(items)
+	if err != nil && errors.Is(err, ErrRejected) && len(items) > 1 {
+		mid := len(items) / 2
+		w.commit(items[:mid])
+		w.commit(items[mid:])
+		return
+	}
+	if err != nil {
+		w.st.failed.Add(int64(len(items)))
+		w.report(err)
+	}
+	for i := range items {
+		if wt := items[i].w; wt != nil {
+			wt.ch <- err
+		}
+		items[i] = item{} // drop references for the GC
+	}
+}
+
+// write is one batch's WriteBatch with bounded retries.
+func (w *Writer) write(items []item) error {
+	b := &w.batch
+	b.Reservations = b.Reservations[:0]
+	b.Settlements = b.Settlements[:0]
+	for i := range items {
+		if items[i].set != nil {
+			b.Settlements = append(b.Settlements, *items[i].set)
+		} else {
+			b.Reservations = append(b.Reservations, items[i].res)
+		}
+	}
+	defer func() {
+		clear(b.Settlements) // drop references for the GC
+		clear(b.Reservations)
+	}()
+	backoff := w.backoff
+	tries := 0
+	for {
+		tries++
+		start := w.now()
+		err := w.s.WriteBatch(w.ctx, b)
+		if err == nil {
+			w.st.committed(len(b.Reservations), len(b.Settlements), w.now().Sub(start))
+			return nil
+		}
+		if errors.Is(err, ErrRejected) || tries > w.retries || w.ctx.Err() != nil {
+			return &WriteError{Reservations: len(b.Reservations), Settlements: len(b.Settlements), Tries: tries, Err: err}
+		}
+		w.st.retries.Add(1)
+		w.log.Warn("ledger: batch commit failed, retrying", "tries", tries, "backoff", backoff, "err", err)
+		if !w.sleep(w.ctx, backoff) {
+			return &WriteError{Reservations: len(b.Reservations), Settlements: len(b.Settlements), Tries: tries, Err: err}
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+func (w *Writer) report(err error) {
+	w.log.Error("ledger: rows lost", "err", err)
+	if w.opts.OnError != nil {
+		w.opts.OnError(err)
+	}
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
