@@ -34,7 +34,9 @@ const (
 
 func withField(f string) string { return okHead + "," + f + "}" }
 
-func withMessages(msgs string) string { return `{"model":"m","max_tokens":16,"messages":[` + msgs + `]}` }
+func withMessages(msgs string) string {
+	return `{"model":"m","max_tokens":16,"messages":[` + msgs + `]}`
+}
 
 // base is the canonical form of okHead.
 func base() canonical.Request {
