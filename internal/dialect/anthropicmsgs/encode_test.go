@@ -72,7 +72,9 @@ type streamCase struct {
 	stopReason string
 }
 
-func textEv(s string) canonical.Event { return canonical.Event{Kind: canonical.EventTextDelta, Text: s} }
+func textEv(s string) canonical.Event {
+	return canonical.Event{Kind: canonical.EventTextDelta, Text: s}
+}
 func refusalEv(s string) canonical.Event {
 	return canonical.Event{Kind: canonical.EventRefusalDelta, Text: s}
 }
