@@ -83,6 +83,7 @@ type Result struct {
 	Usage         canonical.Usage
 	UsageReported bool
 	Stop          canonical.StopReason
+	StopSequence  string
 	// Committed is true once a stream's first byte of content (or its empty
 	// completion) reached the caller: the route was fixed.
 	Committed bool

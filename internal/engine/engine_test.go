@@ -114,6 +114,7 @@ type recSink struct {
 	interrupt *failure.Error
 	delivered int
 	failAfter int // fail writes after this many events; 0 = never
+	finishErr string
 }
 
 func (s *recSink) Commit(res *Result) error {
@@ -133,13 +134,19 @@ func (s *recSink) Event(ev *canonical.Event) error {
 	return nil
 }
 
-func (s *recSink) Finish(stop canonical.StopReason, _ string, _ canonical.Usage) error {
-	s.finished, s.stop = true, stop
+func (s *recSink) Finish(res *Result) error {
+	s.finished, s.stop = true, res.Stop
+	if n := len(res.Attempts); n == 0 || res.Attempts[n-1].Err != nil {
+		s.finishErr = "Finish before the serving attempt was recorded"
+	}
 	return nil
 }
 
-func (s *recSink) Interrupt(fe *failure.Error, delivered int) error {
-	s.interrupt, s.delivered = fe, delivered
+func (s *recSink) Interrupt(res *Result) error {
+	s.interrupt, s.delivered = res.Err, res.DeliveredTokens
+	if n := len(res.Attempts); n == 0 || res.Attempts[n-1].Err != res.Err {
+		s.finishErr = "Interrupt before the failed attempt was recorded"
+	}
 	return nil
 }
 
@@ -297,6 +304,9 @@ func TestStream(t *testing.T) {
 			}
 			if tt.interrupt && sink.finished {
 				t.Error("an interrupted stream was also finished")
+			}
+			if sink.finishErr != "" {
+				t.Error(sink.finishErr)
 			}
 			for i, want := range tt.wantCalls {
 				if fakes[i].calls != want {

@@ -19,10 +19,14 @@ type Sink interface {
 	Commit(res *Result) error
 	// Event receives semantic events only, in order.
 	Event(ev *canonical.Event) error
-	// Finish ends a complete answer.
-	Finish(stop canonical.StopReason, stopSequence string, u canonical.Usage) error
-	// Interrupt ends a committed stream that broke, with a typed error event.
-	Interrupt(fe *failure.Error, deliveredTokens int) error
+	// Finish ends a complete answer. res is final: its attempts, usage,
+	// stop reason and serving rung are set, so the sink can settle before
+	// it writes the success terminator.
+	Finish(res *Result) error
+	// Interrupt ends a committed stream that broke, with a typed error
+	// event. res is final: res.Err is the failure and res.DeliveredTokens
+	// what reached the caller.
+	Interrupt(res *Result) error
 }
 
 // TokensOf estimates the tokens in one delta: providers stream about a token
@@ -94,7 +98,6 @@ func (e *Engine) Stream(ctx context.Context, p *Plan, req *canonical.Request, si
 		}
 		fe := e.streamAttempt(ctx, p, i, retry, req, sink, res, done)
 		if fe == nil {
-			res.Err = nil
 			return res
 		}
 		if res.Committed {
@@ -128,14 +131,14 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 	// caller's stream with the typed error event.
 	fail := func(fe *failure.Error) *failure.Error {
 		a.Err = fe
+		e.finishAttempt(p, res, &a, done)
 		if res.Committed {
 			res.Err = fe
 			if fe.Class != failure.ClientCancelled {
 				// A write error here means the caller left too; nothing more to do.
-				_ = sink.Interrupt(fe, res.DeliveredTokens)
+				_ = sink.Interrupt(res)
 			}
 		}
-		e.finishAttempt(p, res, &a, done)
 		return fe
 	}
 
@@ -169,11 +172,13 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 					return fail(failure.Cancelled(cerr))
 				}
 			}
-			res.Usage, res.UsageReported, res.Stop = usage, reported, stop
-			if ferr := sink.Finish(stop, stopSeq, usage); ferr != nil {
-				return fail(failure.Cancelled(ferr))
-			}
+			res.Usage, res.UsageReported, res.Stop, res.StopSequence = usage, reported, stop, stopSeq
 			e.finishAttempt(p, res, &a, done)
+			res.Err = nil
+			if ferr := sink.Finish(res); ferr != nil {
+				// The provider finished; only the terminator missed the caller.
+				res.Err = failure.Cancelled(ferr)
+			}
 			return nil
 		}
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/engine"
-	"github.com/spillway-gw/spillway/internal/failure"
 )
 
 // stream runs a streamed request. Until commit nothing is written, so a
@@ -52,12 +51,13 @@ func (k *streamSink) Event(ev *canonical.Event) error {
 	return k.flush()
 }
 
-func (k *streamSink) Finish(stop canonical.StopReason, seq string, u canonical.Usage) error {
-	*k.buf = k.enc.Finish((*k.buf)[:0], stop, seq, u)
+func (k *streamSink) Finish(res *engine.Result) error {
+	*k.buf = k.enc.Finish((*k.buf)[:0], res.Stop, res.StopSequence, res.Usage)
 	return k.flush()
 }
 
-func (k *streamSink) Interrupt(fe *failure.Error, delivered int) error {
+func (k *streamSink) Interrupt(res *engine.Result) error {
+	fe, delivered := res.Err, res.DeliveredTokens
 	pub := fe.ToPublic()
 	pub.Code = "stream_interrupted"
 	pub.Message = "the model provider failed after the answer began; the answer is incomplete (" + string(fe.Class) + "); retry the request"
