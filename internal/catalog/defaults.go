@@ -29,6 +29,11 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.ReadHeaderTimeout, Duration(DefaultReadHeaderTimeout))
 	setDefault(&s.IdleTimeout, Duration(DefaultIdleTimeout))
 	setDefault(&s.ShutdownGrace, Duration(DefaultShutdownGrace))
+	setDefault(&c.Ledger.Driver, "sqlite")
+	setDefault(&c.Ledger.Path, "spillway.db")
+	setDefault(&c.Idempotency.MaxEntries, 10000)
+	setDefault(&c.Idempotency.MaxBytes, int64(64<<20))
+	setDefault(&c.Idempotency.TTL, Duration(24*time.Hour))
 	for i := range c.Deployments {
 		d := &c.Deployments[i]
 		setDefault(&d.Funding, FundingHost)

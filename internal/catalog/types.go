@@ -9,6 +9,8 @@ import "time"
 // means "use the default" unless said otherwise.
 type Config struct {
 	Server      Server       `yaml:"server"`
+	Ledger      Ledger       `yaml:"ledger"`
+	Idempotency Idempotency  `yaml:"idempotency"`
 	Deployments []Deployment `yaml:"deployments"`
 	Pools       []Pool       `yaml:"pools"`
 	Routes      []Route      `yaml:"routes"`
@@ -31,6 +33,26 @@ type Server struct {
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// ShutdownGrace is how long in-flight requests get on shutdown. Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+}
+
+// Ledger configures where money and identity are recorded. It is read at
+// start-up only; a reload does not move the ledger.
+type Ledger struct {
+	// Driver is "sqlite" (default: embedded, no server needed).
+	Driver string `yaml:"driver"`
+	// Path is the SQLite file. Default "spillway.db" (relative to the
+	// working directory).
+	Path string `yaml:"path"`
+}
+
+// Idempotency bounds the in-memory Idempotency-Key store.
+type Idempotency struct {
+	// MaxEntries is the most keys remembered. Default 10000.
+	MaxEntries int `yaml:"max_entries"`
+	// MaxBytes bounds the recorded answers kept for replay. Default 64 MiB.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// TTL is how long a completed key is remembered. Default 24h.
+	TTL Duration `yaml:"ttl"`
 }
 
 // Provider kinds spillway has adapters for.

@@ -57,6 +57,12 @@ func (c *Config) Validate(file string) Problems {
 }
 
 func (c *Config) validateServer(p *problems) {
+	if c.Ledger.Driver != "sqlite" {
+		p.add("ledger.driver", 0, "%q is not a ledger driver this build has (sqlite)", c.Ledger.Driver)
+	}
+	if c.Idempotency.MaxEntries < 0 || c.Idempotency.MaxBytes < 0 || c.Idempotency.TTL < 0 {
+		p.add("idempotency", 0, "limits must not be negative")
+	}
 	s := &c.Server
 	if s.MaxBodyBytes < 0 {
 		p.add("server.max_body_bytes", 0, "must not be negative")
