@@ -32,14 +32,13 @@ const (
 // decodeContent reads a message's content: a string, or parts allowed for
 // the role. A refusal part (assistant history) becomes text: the canonical
 // form has no refusal part, and the refusal is what the assistant said.
-func decodeContent(raw []byte, role string, cl loc) ([]canonical.Part, *failure.Public) {
-	s := sub(raw)
-	if s.Peek() == '"' {
-		text, p := s.Str()
-		return []canonical.Part{canonical.TextPart(text)}, p
+func decodeContent(v contentValue, role string, cl loc) ([]canonical.Part, *failure.Public) {
+	if v.parts == nil {
+		return []canonical.Part{canonical.TextPart(v.text)}, nil
 	}
-	return decodeParts(&s, cl, func(typ string, pl loc) *failure.Public {
-		switch typ {
+	s := sub(v.parts)
+	return decodeParts(&s, cl, func(typ []byte, pl loc) *failure.Public {
+		switch string(typ) {
 		case "input_text":
 			return nil
 		case "input_image":
@@ -59,14 +58,13 @@ func decodeContent(raw []byte, role string, cl loc) ([]canonical.Part, *failure.
 
 // decodeOutput reads a function_call_output's output: a string, or
 // input_text and input_image parts.
-func decodeOutput(raw []byte, ol loc) ([]canonical.Part, *failure.Public) {
-	s := sub(raw)
-	if s.Peek() == '"' {
-		text, p := s.Str()
-		return []canonical.Part{canonical.TextPart(text)}, p
+func decodeOutput(v contentValue, ol loc) ([]canonical.Part, *failure.Public) {
+	if v.parts == nil {
+		return []canonical.Part{canonical.TextPart(v.text)}, nil
 	}
-	return decodeParts(&s, ol, func(typ string, pl loc) *failure.Public {
-		switch typ {
+	s := sub(v.parts)
+	return decodeParts(&s, ol, func(typ []byte, pl loc) *failure.Public {
+		switch string(typ) {
 		case "input_text", "input_image":
 			return nil
 		}
@@ -76,8 +74,8 @@ func decodeOutput(raw []byte, ol loc) ([]canonical.Part, *failure.Public) {
 
 // decodeParts reads a non-empty array of content parts; allow vets each
 // part's type for where it appears.
-func decodeParts(s *scanner, cl loc, allow func(typ string, pl loc) *failure.Public) ([]canonical.Part, *failure.Public) {
-	s.Open() // the caller captured an array
+func decodeParts(s *scanner, cl loc, allow func(typ []byte, pl loc) *failure.Public) ([]canonical.Part, *failure.Public) {
+	s.Open() // the caller captured an array, already checked as JSON
 	var out []canonical.Part
 	for j := 0; ; j++ {
 		ok, p := s.NextElem(j == 0)
@@ -99,7 +97,7 @@ func decodeParts(s *scanner, cl loc, allow func(typ string, pl loc) *failure.Pub
 	return out, nil
 }
 
-func decodePart(s *scanner, pl loc, allow func(typ string, pl loc) *failure.Public) (canonical.Part, *failure.Public) {
+func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Public) (canonical.Part, *failure.Public) {
 	var (
 		part          canonical.Part
 		seen          uint16
@@ -120,44 +118,44 @@ func decodePart(s *scanner, pl loc, allow func(typ string, pl loc) *failure.Publ
 		if !ok {
 			break
 		}
-		k := string(key)
-		switch k {
+		switch string(key) {
 		case "type":
 			seen |= pType
-			typ, p = s.strRaw(pl.f(k))
+			typ, p = s.strRaw(pl.f("type"))
 		case "text":
 			seen |= pText
-			text, p = s.str(pl.f(k))
+			text, p = s.str(pl.f("text"))
 		case "refusal":
 			seen |= pRefusal
-			refusal, p = s.str(pl.f(k))
+			refusal, p = s.str(pl.f("refusal"))
 		case "image_url":
 			seen |= pImageURL
-			url, hasURL, p = s.optStr(pl.f(k))
+			url, hasURL, p = s.optStr(pl.f("image_url"))
 		case "file_id":
 			seen |= pFileID
 			var given bool
-			if _, given, p = s.optStr(pl.f(k)); p == nil && !given {
+			if _, given, p = s.optStr(pl.f("file_id")); p == nil && !given {
 				seen &^= pFileID
 			}
 		case "detail":
 			// Tunes the provider's image cost; no canonical counterpart.
 			seen |= pDetail
-			p = s.optEnum(pl.f(k), "auto", "low", "high", "original")
+			p = s.optEnum(pl.f("detail"), "auto", "low", "high", "original")
 		case "annotations", "logprobs":
 			// Output metadata in assistant history; nothing to pass on.
-			if k == "annotations" {
-				seen |= pAnnotations
+			name := "logprobs"
+			if string(key) == "annotations" {
+				seen, name = seen|pAnnotations, "annotations"
 			} else {
 				seen |= pLogprobs
 			}
-			p = s.optArray(pl.f(k))
+			p = s.optArray(pl.f(name))
 		case "prompt_cache_breakpoint":
 			seen |= pCache
-			p = s.optObject(pl.f(k))
+			p = s.optObject(pl.f("prompt_cache_breakpoint"))
 		default:
 			if other == "" {
-				other = k
+				other = string(key)
 			}
 			p = s.Skip()
 		}
@@ -180,9 +178,9 @@ func decodePart(s *scanner, pl loc, allow func(typ string, pl loc) *failure.Publ
 	case "input_image":
 		mask = allowImage
 	case "input_file", "input_audio":
-		return part, bad(tl, "'%s' content parts are not supported by spillway: send text or 'input_image' parts.", typ)
+		return part, bad(tl, "Invalid value for '%s': '%s' content parts are not supported by spillway; send text or 'input_image' parts.", tl, typ)
 	}
-	if p := allow(string(typ), pl); p != nil {
+	if p := allow(typ, pl); p != nil {
 		return part, p
 	}
 	if other != "" {

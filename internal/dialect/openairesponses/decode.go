@@ -93,9 +93,10 @@ func decodeRequest(s *scanner) (*canonical.Request, *failure.Public) {
 // with encoding/json and Python's json.
 func (r *request) field(s *scanner, key []byte) *failure.Public {
 	var p *failure.Public
-	l := field(string(key))
+	// Literal names keep loc from pinning a copy of the key.
 	switch string(key) {
 	case "model":
+		l := field("model")
 		r.hasModel = true
 		if r.Model, p = s.str(l); p == nil && r.Model == "" {
 			p = bad(l, "Invalid 'model': you must provide a model name.")
@@ -104,8 +105,10 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 		r.hasInput = true
 		r.inputSystem, r.Messages, p = decodeInput(s)
 	case "instructions":
+		l := field("instructions")
 		r.instructions, _, p = s.optStr(l)
 	case "max_output_tokens":
+		l := field("max_output_tokens")
 		if isNull, np := s.null(); isNull || np != nil {
 			return np
 		}
@@ -113,10 +116,13 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 			p = bad(l, "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= %d, but got %d instead.", minOutputTokens, r.MaxTokens)
 		}
 	case "temperature":
+		l := field("temperature")
 		r.Temperature, p = s.optRange(l, 0, 2)
 	case "top_p":
+		l := field("top_p")
 		r.TopP, p = s.optRange(l, 0, 1)
 	case "stream":
+		l := field("stream")
 		var b *bool
 		if b, p = s.optBool(l); b != nil {
 			r.Stream = *b
@@ -128,22 +134,26 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 	case "tool_choice":
 		r.ToolChoice, r.toolChoiceAt, p = decodeToolChoice(s)
 	case "parallel_tool_calls":
+		l := field("parallel_tool_calls")
 		r.ParallelToolCalls, p = s.optBool(l)
 	case "text":
 		r.ResponseFormat, p = decodeText(s)
 
 	// Stateless: each of these asks the gateway to remember or fetch state.
 	case "store":
+		l := field("store")
 		var b *bool
 		if b, p = s.optBool(l); p == nil && b != nil && *b {
 			p = bad(l, "Invalid value for 'store': true. %s; send 'store': false or leave it out.", stateless)
 		}
 	case "previous_response_id":
+		l := field("previous_response_id")
 		var given bool
 		if _, given, p = s.optStr(l); p == nil && given {
 			p = bad(l, "'previous_response_id' is not supported: %s.", stateless)
 		}
 	case "conversation":
+		l := field("conversation")
 		if isNull, np := s.null(); isNull || np != nil {
 			return np
 		}
@@ -154,11 +164,13 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 			p = bad(l, "'conversation' is not supported: %s.", stateless)
 		}
 	case "background":
+		l := field("background")
 		var b *bool
 		if b, p = s.optBool(l); p == nil && b != nil && *b {
 			p = bad(l, "Invalid value for 'background': true. spillway does not store responses, so background mode is not available; send the request without it and read the answer (or its stream) directly.")
 		}
 	case "prompt":
+		l := field("prompt")
 		if isNull, np := s.null(); isNull || np != nil {
 			return np
 		}
@@ -170,10 +182,12 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 
 	// Accepted and ignored: no canonical counterpart, no effect on the answer's shape.
 	case "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "service_tier":
-		_, _, p = s.optStr(l)
+		_, _, p = s.optStr(field(literal(key, "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "service_tier")))
 	case "metadata":
+		l := field("metadata")
 		p = s.optObject(l)
 	case "truncation":
+		l := field("truncation")
 		if isNull, np := s.null(); isNull || np != nil {
 			return np
 		}
@@ -186,6 +200,7 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 			}
 		}
 	case "max_tool_calls":
+		l := field("max_tool_calls")
 		if isNull, np := s.null(); isNull || np != nil {
 			return np
 		}
@@ -196,6 +211,7 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 	case "reasoning":
 		p = decodeReasoning(s)
 	case "top_logprobs":
+		l := field("top_logprobs")
 		if isNull, np := s.null(); isNull || np != nil {
 			return np
 		}
@@ -208,6 +224,17 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 		return failure.BadRequest(string(key), "Unrecognized request argument supplied: %s", key)
 	}
 	return p
+}
+
+// literal returns the one of names that key spells, so a field path holds a
+// constant instead of a heap copy of the key.
+func literal(key []byte, names ...string) string {
+	for _, n := range names {
+		if string(key) == n {
+			return n
+		}
+	}
+	return string(key)
 }
 
 // check applies the rules that span several fields.
@@ -293,7 +320,7 @@ func decodeInclude(s *scanner) *failure.Public {
 	if p != nil {
 		return p
 	}
-	return bad(l.at(0), "'include' is not supported by spillway: '%s' asks for data not available through every provider; send an empty list or leave it out.", v)
+	return bad(l.at(0), "'%s' is not supported by spillway: including '%s' asks for data not available through every provider; send an empty 'include' or leave it out.", l.at(0), v)
 }
 
 // decodeReasoning type-checks the reasoning settings, which are ignored.

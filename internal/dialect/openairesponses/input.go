@@ -34,14 +34,33 @@ const (
 	allowReasoning = mType | mID | mSummary | mContent | mEncrypted | mStatus
 )
 
+// contentValue is a message's content or a call output: a string, or the
+// raw text of a parts array, read once the item's type is known.
+type contentValue struct {
+	text  string
+	parts []byte // nil for a string
+}
+
+func (s *scanner) contentValue(l loc) (v contentValue, p *failure.Public) {
+	switch s.Peek() {
+	case '"':
+		v.text, p = s.Str()
+	case '[':
+		v.parts, p = s.Raw()
+	default:
+		p = s.typeErr(l, "a string or an array of content parts")
+	}
+	return v, p
+}
+
 // item is one element of input[] as read, before its type's rules apply.
 type inputItem struct {
 	seen    uint16
 	other   string // the first member no item type has
 	typ     []byte
 	role    []byte
-	content []byte // raw: its shape depends on the type
-	output  []byte // raw: a string or content parts
+	content contentValue
+	output  contentValue
 	callID  string
 	name    string
 	args    string
@@ -126,56 +145,50 @@ func (it *inputItem) read(s *scanner, il loc) *failure.Public {
 		if p != nil || !ok {
 			return p
 		}
-		k := string(key)
-		switch k {
+		// Literal names keep loc from pinning a copy of the key.
+		switch string(key) {
 		case "type":
 			it.seen |= mType
-			it.typ, p = s.strRaw(il.f(k))
+			it.typ, p = s.strRaw(il.f("type"))
 		case "role":
 			it.seen |= mRole
-			it.role, p = s.strRaw(il.f(k))
+			it.role, p = s.strRaw(il.f("role"))
 		case "content":
 			it.seen |= mContent
-			if c := s.Peek(); c != '"' && c != '[' {
-				return s.typeErr(il.f(k), "a string or an array of content parts")
-			}
-			it.content, p = s.Raw()
+			it.content, p = s.contentValue(il.f("content"))
 		case "output":
 			it.seen |= mOutput
-			if c := s.Peek(); c != '"' && c != '[' {
-				return s.typeErr(il.f(k), "a string or an array of content parts")
-			}
-			it.output, p = s.Raw()
+			it.output, p = s.contentValue(il.f("output"))
 		case "id":
 			it.seen |= mID
-			_, _, p = s.optStr(il.f(k))
+			_, _, p = s.optStr(il.f("id"))
 		case "status":
 			it.seen |= mStatus
-			p = s.optEnum(il.f(k), "in_progress", "completed", "incomplete")
+			p = s.optEnum(il.f("status"), "in_progress", "completed", "incomplete")
 		case "phase":
 			it.seen |= mPhase
-			p = s.optEnum(il.f(k), "commentary", "final_answer")
+			p = s.optEnum(il.f("phase"), "commentary", "final_answer")
 		case "call_id":
 			it.seen |= mCallID
-			it.callID, p = s.str(il.f(k))
+			it.callID, p = s.str(il.f("call_id"))
 		case "name":
 			it.seen |= mName
-			it.name, p = s.str(il.f(k))
+			it.name, p = s.str(il.f("name"))
 		case "arguments":
 			it.seen |= mArguments
-			it.args, p = s.str(il.f(k))
+			it.args, p = s.str(il.f("arguments"))
 		case "summary":
 			it.seen |= mSummary
 			if s.Peek() != '[' {
-				return s.typeErr(il.f(k), "an array")
+				return s.typeErr(il.f("summary"), "an array")
 			}
 			p = s.Skip()
 		case "encrypted_content":
 			it.seen |= mEncrypted
-			_, _, p = s.optStr(il.f(k))
+			_, _, p = s.optStr(il.f("encrypted_content"))
 		default:
 			if it.other == "" {
-				it.other = k
+				it.other = string(key)
 			}
 			p = s.Skip()
 		}
@@ -346,7 +359,7 @@ func (c *conversation) callOutput(it *inputItem, il loc) *failure.Public {
 	}
 	switch {
 	case k < 0:
-		return bad(cl, "No tool call found for function call output with call_id %s: a 'function_call_output' must follow the 'function_call' item it answers.", it.callID)
+		return bad(cl, "No tool call found for function call output with call_id %s (%s): a 'function_call_output' must follow the 'function_call' item it answers.", it.callID, cl)
 	case c.calls[k].answered:
 		return bad(cl, "Invalid value for '%s': function call '%s' already has an output.", cl, it.callID)
 	}
@@ -366,7 +379,7 @@ func (c *conversation) closeCalls() *failure.Public {
 	for _, pc := range c.calls {
 		if !pc.answered {
 			l := field("input").at(pc.at)
-			return bad(l, "No tool output found for function call %s: send a 'function_call_output' item with its call_id after the 'function_call' items.", pc.id)
+			return bad(l, "No tool output found for function call %s (%s): send a 'function_call_output' item with its call_id after the 'function_call' items.", pc.id, l)
 		}
 	}
 	c.calls = c.calls[:0]

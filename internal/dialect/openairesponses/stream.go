@@ -19,10 +19,12 @@ type outPart struct {
 
 // item is one output item of a streamed answer.
 type outItem struct {
-	call   bool
-	open   bool
-	out    int    // output_index
-	status string // set when closed
+	call bool
+	open bool
+	out  int // output_index
+	// refStart:refEnd is the item's rendered ref in encoder.refs.
+	refStart, refEnd int
+	status           string // set when closed
 	// message items
 	parts []outPart
 	// function_call items
@@ -46,11 +48,37 @@ type encoder struct {
 	items                 []outItem
 	msg                   int // index in items of the open message, -1 when none
 	ended                 bool
+
+	// Room for the common answer (a message with one part, or a couple
+	// of calls) inside the encoder's two allocations: items and the first
+	// part start here, and spare is where the first text or arguments
+	// accumulate until they outgrow it.
+	itemArr [2]outItem
+	partArr [1]outPart
+	spare   []byte
+	refs    []byte
+}
+
+// spareText is the room kept for the first accumulated text, spareRefs
+// for the rendered refs of the first few items.
+const (
+	spareText = 1 << 10
+	spareRefs = 256
+)
+
+// textBuf returns a buffer to accumulate one part's text or one call's
+// arguments in.
+func (e *encoder) textBuf() []byte {
+	if b := e.spare; b != nil {
+		e.spare = nil
+		return b
+	}
+	return make([]byte, 0, 256)
 }
 
 // NewEncoder starts encoding one streamed answer.
 func (d *Dialect) NewEncoder(m dialect.Meta, req *canonical.Request) dialect.Encoder {
-	buf := make([]byte, 0, 512+2*len(m.ID)+len(m.Model))
+	buf := make([]byte, 0, 1024+2*len(m.ID)+len(m.Model)+spareText+spareRefs)
 	buf = appendHead(buf, m)
 	h := len(buf)
 	buf = appendMid(buf, m, req)
@@ -58,8 +86,12 @@ func (d *Dialect) NewEncoder(m dialect.Meta, req *canonical.Request) dialect.Enc
 	buf = appendEcho(buf, req)
 	ec := len(buf)
 	buf = itemIDBase(buf, m.ID)
-	e := &encoder{d: d, msg: -1, items: make([]outItem, 0, 2)}
-	e.head, e.mid, e.echo, e.base = buf[:h:h], buf[h:mi:mi], buf[mi:ec:ec], buf[ec:]
+	bs := len(buf)
+	e := &encoder{d: d, msg: -1}
+	e.items = e.itemArr[:0]
+	e.head, e.mid, e.echo, e.base = buf[:h:h], buf[h:mi:mi], buf[mi:ec:ec], buf[ec:bs:bs]
+	e.refs = buf[bs : bs : bs+spareRefs]
+	e.spare = buf[bs+spareRefs : bs+spareRefs]
 	return e
 }
 
@@ -80,16 +112,22 @@ func (e *encoder) end(dst []byte) []byte {
 	return append(dst, "}\n\n"...)
 }
 
-// ref appends an event's item_id and output_index.
+// ref appends an event's item_id and output_index, rendered once per item
+// into e.refs: every delta repeats them.
 func (e *encoder) ref(dst []byte, it *outItem) []byte {
-	dst = append(dst, `,"item_id":`...)
-	if it.call {
-		dst = appendItemID(dst, "fc_", e.base, it.out)
-	} else {
-		dst = appendItemID(dst, "msg_", e.base, it.out)
+	if it.refEnd == 0 {
+		start := len(e.refs)
+		e.refs = append(e.refs, `,"item_id":`...)
+		if it.call {
+			e.refs = appendItemID(e.refs, "fc_", e.base, it.out)
+		} else {
+			e.refs = appendItemID(e.refs, "msg_", e.base, it.out)
+		}
+		e.refs = append(e.refs, `,"output_index":`...)
+		e.refs = jsonw.AppendInt(e.refs, int64(it.out))
+		it.refStart, it.refEnd = start, len(e.refs)
 	}
-	dst = append(dst, `,"output_index":`...)
-	return jsonw.AppendInt(dst, int64(it.out))
+	return append(dst, e.refs[it.refStart:it.refEnd]...)
 }
 
 func appendContentIndex(dst []byte, c int) []byte {
@@ -194,6 +232,9 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		dst = append(dst, `,"delta":"`...)
 		at := len(dst)
 		dst = appendEscaped(dst, ev.Text)
+		if it.args == nil {
+			it.args = e.textBuf()
+		}
 		it.args = append(it.args, dst[at:]...)
 		dst = append(dst, '"')
 		return e.end(dst)
@@ -230,7 +271,10 @@ func (e *encoder) contentDelta(dst []byte, refusal bool, text string) []byte {
 		if n > 0 {
 			dst = e.closePart(dst, it, n-1)
 		}
-		it.parts = append(it.parts, outPart{refusal: refusal, open: true, text: make([]byte, 0, 256)})
+		if it.parts == nil && e.partArr[0].text == nil {
+			it.parts = e.partArr[:0]
+		}
+		it.parts = append(it.parts, outPart{refusal: refusal, open: true, text: e.textBuf()})
 		dst = begin(dst, "response.content_part.added")
 		dst = e.ref(dst, it)
 		dst = appendContentIndex(dst, n)

@@ -46,6 +46,9 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if !ok {
 			return out, nil
 		}
+		if out == nil {
+			out = make([]canonical.Tool, 0, 4)
+		}
 		t, p := decodeTool(s, l.at(i))
 		if p != nil {
 			return nil, p
@@ -110,7 +113,7 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 	case !hasType:
 		return t, missing(l.f("type"))
 	case string(typ) != "function":
-		return t, bad(l.f("type"), "'%s' tools are not supported by spillway: %s.", typ, builtIn)
+		return t, bad(l.f("type"), "Invalid value for '%s': '%s' tools are not supported by spillway: %s.", l.f("type"), typ, builtIn)
 	case other != "":
 		return t, unrecognized(l.f(other))
 	case !hasName:
