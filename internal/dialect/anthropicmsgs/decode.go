@@ -52,14 +52,14 @@ func (*Dialect) Decode(body []byte, h http.Header) (*canonical.Request, *failure
 }
 
 func checkHeaders(h http.Header) *failure.Public {
-	v := h.Values("anthropic-version")
+	v := h.Values("Anthropic-Version") // canonical: no allocation
 	switch {
 	case len(v) == 0:
 		return failure.BadRequest("anthropic-version", "anthropic-version: header is required")
 	case len(v) > 1 || v[0] != APIVersion:
 		return failure.BadRequest("anthropic-version", "anthropic-version: %q is not a valid version; this gateway speaks %s", strings.Join(v, ", "), APIVersion)
 	}
-	for _, b := range h.Values("anthropic-beta") {
+	for _, b := range h.Values("Anthropic-Beta") {
 		if strings.Trim(b, " ,\t") != "" {
 			return failure.BadRequest("anthropic-beta", "Unexpected value(s) `%s` for the `anthropic-beta` header. This gateway supports no beta features; try again without the header.", b)
 		}

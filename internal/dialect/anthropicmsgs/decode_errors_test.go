@@ -42,6 +42,7 @@ var decodeErrorCases = []struct {
 	{"max_tokens null", `{"model":"m","max_tokens":null,` + okMsgs + `}`, "max_tokens", "valid integer"},
 	{"messages missing", `{"model":"m","max_tokens":1}`, "messages", "messages: Field required"},
 	{"messages empty", `{"model":"m","max_tokens":1,"messages":[]}`, "messages", "messages: at least one message is required"},
+	{"only an empty prefill", `{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":""}]}`, "messages", "at least one message with content is required"},
 	{"messages object", `{"model":"m","max_tokens":1,"messages":{}}`, "messages", "Input should be a valid list"},
 
 	// Unknown and unsupported top-level fields.

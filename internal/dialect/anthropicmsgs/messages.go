@@ -21,10 +21,8 @@ type turns struct {
 	out  []canonical.Message
 	role string // role of the current turn, "" before the first message
 	// calls are the tool_use blocks of the last assistant turn, until the
-	// user turn after it ends; at is the message each one came from.
-	calls    []canonical.ToolCall
-	at       []int
-	answered []bool
+	// user turn after it ends.
+	calls []call
 	// sawContent: the current user turn already had a block other than a
 	// tool_result.
 	sawContent bool
@@ -37,6 +35,17 @@ type turns struct {
 	str    string
 	isStr  bool
 	blocks []block
+
+	// Backing arrays for the usual small request, so it costs no growth.
+	callBuf  [4]call
+	blockBuf [4]block
+}
+
+// call is a tool call awaiting its result.
+type call struct {
+	canonical.ToolCall
+	at       int // index of the message it came from
+	answered bool
 }
 
 func decodeMessages(s *scanner) ([]canonical.Message, *failure.Public) {
@@ -44,7 +53,8 @@ func decodeMessages(s *scanner) ([]canonical.Message, *failure.Public) {
 	if p := s.array(l); p != nil {
 		return nil, p
 	}
-	t := turns{out: make([]canonical.Message, 0, 4), emptyAt: -1}
+	t := &turns{out: make([]canonical.Message, 0, 8), emptyAt: -1}
+	t.calls, t.blocks = t.callBuf[:0], t.blockBuf[:0]
 	last := -1 // index in out of the final message when it is the assistant's
 	n := 0
 	for ; ; n++ {
@@ -83,6 +93,9 @@ func decodeMessages(s *scanner) ([]canonical.Message, *failure.Public) {
 			// An empty prefill asks for nothing; leaving it out keeps every
 			// provider's answer the same.
 			t.out = t.out[:last]
+			if len(t.out) == 0 {
+				return nil, bad(l, "at least one message with content is required")
+			}
 		} else if k := len(m.Content) - 1; len(m.ToolCalls) == 0 && m.Content[k].Type == canonical.PartText && endsInSpace(m.Content[k].Text) {
 			return nil, bad(l, "final assistant content cannot end with trailing whitespace")
 		}
@@ -151,7 +164,7 @@ func (t *turns) message(s *scanner, l path, n int) (isAssistant bool, _ *failure
 			return false, p
 		}
 		if r == "assistant" {
-			t.calls, t.at, t.answered = t.calls[:0], t.at[:0], t.answered[:0]
+			t.calls = t.calls[:0]
 		}
 		t.role, t.sawContent = r, false
 	}
@@ -191,23 +204,23 @@ func (t *turns) endTurn() *failure.Public {
 	if t.role != "user" || len(t.calls) == 0 {
 		return nil
 	}
-	for _, done := range t.answered {
-		if !done {
+	for k := range t.calls {
+		if !t.calls[k].answered {
 			return t.unanswered()
 		}
 	}
-	t.calls, t.at, t.answered = t.calls[:0], t.at[:0], t.answered[:0]
+	t.calls = t.calls[:0]
 	return nil
 }
 
 func (t *turns) unanswered() *failure.Public {
 	var ids []string
 	first := -1
-	for k, done := range t.answered {
-		if !done {
-			ids = append(ids, t.calls[k].ID)
+	for _, c := range t.calls {
+		if !c.answered {
+			ids = append(ids, c.ID)
 			if first < 0 {
-				first = t.at[k]
+				first = c.at
 			}
 		}
 	}
@@ -229,6 +242,16 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 			m.Content = []canonical.Part{canonical.TextPart(t.str)}
 		}
 	} else {
+		// One allocation for the message's parts.
+		parts := 0
+		for j := range t.blocks {
+			if k := t.blocks[j].kind; k == kindText || k == kindImage {
+				parts++
+			}
+		}
+		if parts > 0 {
+			m.Content = make([]canonical.Part, 0, parts)
+		}
 		for j := range t.blocks {
 			b := &t.blocks[j]
 			if p := b.check(l.at(j), isAssistant); p != nil {
@@ -247,7 +270,7 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 				}
 				tc := canonical.ToolCall{ID: b.id, Name: b.name, Arguments: b.input}
 				m.ToolCalls = append(m.ToolCalls, tc)
-				t.calls, t.at, t.answered = append(t.calls, tc), append(t.at, n), append(t.answered, false)
+				t.calls = append(t.calls, call{ToolCall: tc, at: n})
 			case kindToolResult:
 				if t.sawContent || len(m.Content) > 0 {
 					return bad(l.at(j), "`tool_result` blocks must come first in a user turn, before any text or image")
@@ -278,14 +301,15 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 // answer marks the call id as answered and returns its tool's name.
 func (t *turns) answer(id string, l path) (string, *failure.Public) {
 	for k := range t.calls {
-		if t.calls[k].ID != id {
+		c := &t.calls[k]
+		if c.ID != id {
 			continue
 		}
-		if t.answered[k] {
+		if c.answered {
 			return "", bad(l.f("tool_use_id"), "`tool_use` id '%s' already has a `tool_result` block", id)
 		}
-		t.answered[k] = true
-		return t.calls[k].Name, nil
+		c.answered = true
+		return c.Name, nil
 	}
 	return "", bad(l.f("tool_use_id"), "unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", id)
 }
