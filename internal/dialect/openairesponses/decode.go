@@ -248,6 +248,7 @@ func (r *request) check() *failure.Public {
 		return bad(field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	}
 	r.System = joinSystem(r.instructions, r.inputSystem)
+	r.IncludeUsage = r.Stream // a Responses stream always ends with usage
 	tc := r.ToolChoice
 	if tc == nil {
 		return nil

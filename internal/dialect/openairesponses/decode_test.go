@@ -52,7 +52,7 @@ var decodeCases = []struct {
 		name: "sampling, limits and streaming",
 		body: withField(`"max_output_tokens":16,"temperature":0,"top_p":1,"stream":true,"stream_options":{"include_obfuscation":false},"parallel_tool_calls":false`),
 		want: canonical.Request{Model: "m", Messages: []canonical.Message{userText("hi")}, MaxTokens: 16, Temperature: new(0.0), TopP: new(1.0),
-			Stream: true, ParallelToolCalls: new(false)},
+			Stream: true, IncludeUsage: true, ParallelToolCalls: new(false)},
 	},
 	{
 		name: "instructions then system and developer messages, in order",

@@ -423,3 +423,23 @@ func TestErrorTypeMatchesChat(t *testing.T) {
 		}
 	}
 }
+
+// Long ids, models and echoed names outgrow the encoder's first buffer
+// without breaking it.
+func TestStreamLongMeta(t *testing.T) {
+	m := dialect.Meta{ID: "resp_" + strings.Repeat("i", 3000), Model: strings.Repeat("m", 3000), Created: 1}
+	req := &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Name: strings.Repeat("n", 3000)},
+		ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: strings.Repeat("t", 3000)}}
+	enc := New().NewEncoder(m, req)
+	out := enc.Start(nil)
+	for i := range 300 {
+		ev := text(strings.Repeat("x", i))
+		out = enc.Event(out, &ev)
+		if i%50 == 0 {
+			ev = toolStart(i, "call_"+strconv.Itoa(i), "f")
+			out = enc.Event(out, &ev)
+		}
+	}
+	out = enc.Finish(out, canonical.StopEnd, "", canonical.Usage{})
+	checkFuzzedStream(t, out, "response.completed")
+}

@@ -185,7 +185,7 @@ func TestSDKReadsStream(t *testing.T) {
 			stream := client.Responses.NewStreaming(context.Background(), hello())
 			defer stream.Close()
 			s := readStream(t, stream)
-			if req := f.lastRequest(); req == nil || !req.Stream {
+			if req := f.lastRequest(); req == nil || !req.Stream || !req.IncludeUsage {
 				t.Errorf("decoded SDK request = %+v", req)
 			}
 			if s.terminal == nil {

@@ -1,13 +1,15 @@
 package openairesponses
 
 import (
+	"slices"
+
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/jsonw"
 )
 
-// part is one content part of a streamed message item.
+// outPart is one content part of a streamed message item.
 type outPart struct {
 	refusal bool
 	open    bool
@@ -17,7 +19,7 @@ type outPart struct {
 	text []byte
 }
 
-// item is one output item of a streamed answer.
+// outItem is one output item of a streamed answer.
 type outItem struct {
 	call bool
 	open bool
@@ -87,6 +89,7 @@ func (d *Dialect) NewEncoder(m dialect.Meta, req *canonical.Request) dialect.Enc
 	ec := len(buf)
 	buf = itemIDBase(buf, m.ID)
 	bs := len(buf)
+	buf = slices.Grow(buf, spareRefs+spareText) // a no-op unless the echo was unusually long
 	e := &encoder{d: d, msg: -1}
 	e.items = e.itemArr[:0]
 	e.head, e.mid, e.echo, e.base = buf[:h:h], buf[h:mi:mi], buf[mi:ec:ec], buf[ec:bs:bs]
