@@ -11,10 +11,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/keys"
+	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/mock"
 )
 
@@ -55,6 +59,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		d.CredentialEnv = "" // mocks take any key
 		mocks[d.ID] = m
 	}
+	// The demo's ledger lives and dies with the demo.
+	dir, err := os.MkdirTemp("", "spillway-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.Ledger.Path = filepath.Join(dir, "demo.db")
 	snap, err := catalog.Build(cfg, *cfgPath)
 	if err != nil {
 		return err
@@ -68,7 +79,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if pm == nil {
 		return fmt.Errorf("the primary %s of %s is not a loopback deployment", primary, *model)
 	}
-	gw := newGateway(catalog.NewHolder(snap), slog.New(slog.DiscardHandler))
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	gw, err := openGateway(bg, catalog.NewHolder(snap), slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		return err
+	}
+	defer gw.close(context.Background())
+	secret, _, err := keys.New(ctx, gw.store, "demo", "demo", nil, time.Now())
+	if err != nil {
+		return err
+	}
 	gwAddr, stopGW, err := listenLoopback(gw)
 	if err != nil {
 		return err
@@ -102,13 +123,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 		stream := i%2 == 0
-		r := demoRequest(ctx, "http://"+gwAddr, *model, stream)
+		r := demoRequest(ctx, "http://"+gwAddr, secret, *model, stream)
 		if r.ok {
 			okCount++
 		}
 		fmt.Fprintf(stdout, rowFmt, i, r.mode, r.status, r.deployment, r.attempts, r.ms, r.trail)
 	}
 	fmt.Fprintf(stdout, "\n%d/%d requests succeeded; %s received %d requests\n", okCount, *n, primary, pm.Count())
+	// Every request was billed once, against the rung that served it.
+	rows, err := gw.store.Usage(ctx, ledger.UsageQuery{GroupBy: []string{"deployment"}})
+	if err == nil {
+		for _, r := range rows {
+			fmt.Fprintf(stdout, "ledger: %-16s %3d requests  %3d failed over  %s USD\n", orDash(r.Group["deployment"]), r.Requests, r.FailedOver, usd(r.CostMicroUSD))
+		}
+	}
 	return nil
 }
 
@@ -128,7 +156,7 @@ type demoRow struct {
 }
 
 // demoRequest sends one chat completion.
-func demoRequest(ctx context.Context, base, model string, stream bool) demoRow {
+func demoRequest(ctx context.Context, base, key, model string, stream bool) demoRow {
 	body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"Say hello."}],"max_tokens":64,"stream":%v}`, model, stream)
 	mode := "plain"
 	if stream {
@@ -137,6 +165,7 @@ func demoRequest(ctx context.Context, base, model string, stream bool) demoRow {
 	start := time.Now()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return demoRow{mode: mode, status: "error", deployment: "-", attempts: "-", trail: err.Error()}

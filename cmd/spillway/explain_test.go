@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"path/filepath"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -13,7 +15,8 @@ import (
 
 func TestRunExplain(t *testing.T) {
 	t.Setenv("SPILLWAY_ADMIN_KEY", "k")
-	cfg, err := catalog.Parse([]byte(`deployments:
+	cfg, err := catalog.Parse([]byte(`ledger: {path: `+filepath.Join(t.TempDir(), "l.db")+`}
+deployments:
   - {id: a, provider: openai, base_url: "http://127.0.0.1:9", model: m, price: {input_per_mtok: 1, output_per_mtok: 1}, max_output_tokens: 10}
   - {id: b, provider: anthropic, base_url: "http://127.0.0.1:9", model: m}
 pools: [{id: p, model: m, deployments: [a, b], equivalence: {by: t, date: "2026-01-01", evidence: e}}]
@@ -26,7 +29,14 @@ routes: [{model: m, pool: p}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := httptest.NewServer(newGateway(catalog.NewHolder(snap), slog.New(slog.DiscardHandler)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := openGateway(ctx, catalog.NewHolder(snap), slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close(context.Background())
+	gw := httptest.NewServer(g)
 	defer gw.Close()
 	var out bytes.Buffer
 	if err := runExplain(context.Background(), []string{"--url", gw.URL, "--model", "m"}, &out, &out); err != nil {

@@ -10,15 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/mock"
-	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/anthropic"
-	"github.com/spillway-gw/spillway/internal/provider/openai"
-	"github.com/spillway-gw/spillway/internal/server"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -47,34 +42,30 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *reload > 0 {
 		go holder.Watch(ctx, *cfgPath, *reload, log)
 	}
-	gw := newGateway(holder, log)
+	// The refreshers stop with bg; the ledger closes after the server drained.
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	gw, err := openGateway(bg, holder, log, stdout)
+	if err != nil {
+		return err
+	}
 	addr := snap.Config().Server.Listen
 	if *listen != "" {
 		addr = *listen
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		_ = gw.close(context.Background())
 		return err
 	}
-	fmt.Fprintf(stdout, "spillway listening on http://%s (config %s)\n", ln.Addr(), *cfgPath)
-	return serveHTTP(ctx, ln, gw, snap.Config().Server, log)
-}
-
-// registry lists every provider adapter spillway ships.
-func registry() *provider.Registry {
-	r := provider.NewRegistry()
-	r.Register(catalog.KindOpenAI, openai.New())
-	r.Register(catalog.KindAnthropic, anthropic.New())
-	return r
-}
-
-func newGateway(holder *catalog.Holder, log *slog.Logger) *server.Server {
-	return server.New(server.Options{
-		Catalog:  holder,
-		Registry: registry(),
-		AdminKey: os.Getenv("SPILLWAY_ADMIN_KEY"),
-		Log:      log,
-	})
+	fmt.Fprintf(stdout, "spillway listening on http://%s (config %s, ledger %s)\n", ln.Addr(), *cfgPath, snap.Config().Ledger.Path)
+	err = serveHTTP(ctx, ln, gw, snap.Config().Server, log)
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if cerr := gw.close(cctx); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // startConfiguredMocks runs a mock provider on the address of every

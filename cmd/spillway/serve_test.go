@@ -27,6 +27,7 @@ func TestServeServesAndShutsDownGracefully(t *testing.T) {
 	defer up.Close()
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	yaml := `server: {shutdown_grace: 5s}
+ledger: {path: ` + filepath.Join(t.TempDir(), "l.db") + `}
 deployments:
   - {id: p, provider: openai, base_url: ` + up.URL + `, model: m, price: {input_per_mtok: 1, output_per_mtok: 1}, max_output_tokens: 100}
 pools: [{id: pool, model: m, deployments: [p]}]
@@ -43,15 +44,29 @@ routes: [{model: m, pool: pool}]
 		done <- runServe(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0", "--reload-every", "0"}, pw, io.Discard)
 		pw.Close()
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
+	// A fresh ledger gets a bootstrap key, printed once, then the address.
+	br := bufio.NewReader(pr)
+	var secret, addr string
+	for addr == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch l := strings.TrimSpace(line); {
+		case strings.HasPrefix(l, "sk-spw-"):
+			secret = l
+		case strings.HasPrefix(l, "spillway listening on "):
+			addr = strings.Fields(strings.TrimPrefix(l, "spillway listening on "))[0]
+		}
 	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	addr := strings.Fields(strings.TrimPrefix(line, "spillway listening on "))[0]
-
-	resp, err := http.Post(addr+"/v1/chat/completions", "application/json",
+	go func() { _, _ = io.Copy(io.Discard, br) }()
+	if secret == "" {
+		t.Fatal("no bootstrap key printed")
+	}
+	req, _ := http.NewRequest(http.MethodPost, addr+"/v1/chat/completions",
 		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,8 @@ type Result struct {
 	Committed bool
 	// DeliveredTokens estimates the output tokens that reached the caller.
 	DeliveredTokens int
+	// DeliveredEvents counts the semantic events that reached the caller.
+	DeliveredEvents int
 	// Err is the final failure; nil when the request was served in full.
 	Err *failure.Error
 	// Skipped lists rungs the gate refused at dispatch time (no attempt).

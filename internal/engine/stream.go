@@ -214,5 +214,6 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 			return fail(failure.Cancelled(werr))
 		}
 		res.DeliveredTokens += TokensOf(&ev)
+		res.DeliveredEvents++
 	}
 }

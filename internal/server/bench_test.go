@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"io"
-	"net/http"
-	"strings"
 	"testing"
 )
 
@@ -46,7 +44,7 @@ func BenchmarkDeadPrimary(b *testing.B) {
 }
 
 func post(b *testing.B, h *harness, body string) string {
-	resp, err := http.Post(h.gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := h.post("/v1/chat/completions", body)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -253,7 +253,7 @@ func TestChatFirstByteStallFailsOverWithinBound(t *testing.T) {
 // rawStream posts a streaming request and returns the body's data lines.
 func rawStream(t *testing.T, h *harness, body string) (*http.Response, []string) {
 	t.Helper()
-	resp, err := http.Post(h.gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := h.post("/v1/chat/completions", body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestChatBadInput(t *testing.T) {
 	h := newHarness(t, rungSpec{"primary", "openai"}, rungSpec{"secondary", "anthropic"})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, err := http.Post(h.gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(tt.body))
+			resp, err := h.post("/v1/chat/completions", tt.body)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,11 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/idempotency"
+	"github.com/spillway-gw/spillway/internal/keys"
+	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/route"
 )
@@ -30,6 +34,9 @@ const (
 type generateHandler struct {
 	s *Server
 	d dialect.Dialect
+	// endpoint names the endpoint in idempotency hashes, so one key can
+	// never replay one endpoint's answer to another.
+	endpoint string
 }
 
 // call is one customer request in flight.
@@ -37,19 +44,40 @@ type call struct {
 	id      string
 	start   time.Time
 	d       dialect.Dialect
+	key     *ledger.Key
 	req     *canonical.Request
 	route   *catalog.ResolvedRoute
 	meta    dialect.Meta
 	status  int
 	outcome string
+
+	// Money: the input estimate, the reservation, and the settlement.
+	inputEst   int
+	reserved   int64
+	hold       *budget.Hold
+	settled    bool
+	cost       int64
+	costStatus string
+
+	// Idempotency: the key's owner and the recorder of its answer.
+	owner *idempotency.Owner
+	rec   *idempotency.RecordingWriter
 }
 
 func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
-	c := &call{id: newRequestID(), start: s.opts.Now(), d: h.d}
+	c := &call{id: newRequestID(), start: s.opts.Now(), d: h.d, costStatus: costNone}
 	w.Header().Set(hdrRequestID, c.id)
 	defer s.logCall(c)
 
+	// 1. Who is calling: a bad or missing key stops here.
+	key, pub := s.authenticate(r)
+	if pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
+	c.key = key
+	// 2. What they ask, in their dialect.
 	body, pub := s.readBody(w, r)
 	if pub != nil {
 		s.writeError(w, c, pub, nil)
@@ -61,6 +89,11 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.req = req
+	if !keys.Allows(key, req.Model) {
+		s.writeError(w, c, &failure.Public{Status: http.StatusForbidden, Code: "model_not_allowed", Param: "model",
+			Message: "this key may not call the model " + strconv.Quote(req.Model)}, nil)
+		return
+	}
 	rt := s.runtime()
 	rr, ok := rt.snap.Route(req.Model)
 	if !ok {
@@ -71,24 +104,73 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.route = rr
 	c.meta = dialect.Meta{ID: h.d.IDPrefix() + c.id, Model: rr.Pool.Model, Created: c.start.Unix()}
 
+	// 3. Idempotency: replay, conflict, or own the key. Replays touch no
+	// budget and no ledger.
 	p := &engine.Plan{RequestID: c.id, IdempotencyBase: c.id, Model: rr.Pool.Model}
-	if k := r.Header.Get("Idempotency-Key"); k != "" {
-		p.IdempotencyBase = k
+	if ik := r.Header.Get("Idempotency-Key"); ik != "" {
+		claim, err := s.idem.Begin(r.Context(), key.ID, ik, idempotency.RequestHash(h.endpoint, body))
+		if err != nil {
+			c.status, c.outcome = failure.StatusClientClosedRequest, "client_closed_request"
+			return
+		}
+		switch {
+		case claim.Replay != nil || claim.Failed != nil:
+			rec := claim.Replay
+			if rec == nil {
+				rec = claim.Failed
+			}
+			c.status, c.outcome = rec.Status, "idempotent_replay"
+			_ = idempotency.Replay(w, rec)
+			return
+		case claim.Owner == nil:
+			w.Header().Set(idempotency.HeaderShouldRetry, "false")
+			s.writeError(w, c, claim.Refused.Public(), nil)
+			return
+		}
+		c.owner = claim.Owner
+		defer c.owner.Abandon() // fail closed on every path that does not decide
+		c.rec = c.owner.Recorder(w)
+		w = c.rec
+		// Upstream keys derive from the tenant and its key: stable across a
+		// replayed retry, never shared between tenants.
+		p.IdempotencyBase = key.ID + "\x00" + ik
 	}
+
+	// 4. Select the rungs, then 5. reserve the worst case once.
 	if pub := s.selectRungs(rt, rr, req, p); pub != nil {
+		s.writeError(w, c, pub, nil)
+		s.finishIdempotency(c, pub.Status, false)
+		return
+	}
+	if pub := s.reserve(c, p); pub != nil {
+		if c.owner != nil {
+			c.owner.Release() // nothing went upstream: a later retry may run
+		}
 		s.writeError(w, c, pub, nil)
 		return
 	}
+	// 6. Attempt, 7. settle, 8. answer.
 	if req.Stream {
 		s.stream(w, r, c, p)
 		return
 	}
 	res := s.engine.Complete(r.Context(), p, req)
 	if res.Err != nil {
-		s.writeError(w, c, publicOf(res), res)
+		if res.Err.Class == failure.ClientCancelled {
+			s.settle(r.Context(), c, p, res, false)
+			c.status, c.outcome = failure.StatusClientClosedRequest, "client_closed_request"
+			return
+		}
+		s.settle(r.Context(), c, p, res, true)
+		pub := publicOf(res)
+		s.writeError(w, c, pub, res)
+		s.finishIdempotency(c, pub.Status, false)
 		return
 	}
+	// The settled rows are durable before the answer's first (and last) byte.
+	s.settle(r.Context(), c, p, res, true)
 	setRouteHeaders(w.Header(), c, res, p)
+	setCostHeaders(w.Header(), c)
 	buf := s.getBuf()
 	defer s.putBuf(buf)
 	*buf = h.d.AppendResponse((*buf)[:0], c.meta, req, res.Response)
@@ -97,6 +179,45 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.status, c.outcome = http.StatusOK, "ok"
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(*buf)
+	s.finishIdempotency(c, http.StatusOK, false)
+}
+
+// finishIdempotency records the answer under the caller's key: a complete
+// answer (or an error about the caller's own request) is replayed as is; an
+// upstream failure or a broken stream is the key's failure from now on.
+func (s *Server) finishIdempotency(c *call, status int, broken bool) {
+	if c.owner == nil {
+		return
+	}
+	rec := c.rec.Recording()
+	switch {
+	case broken || status >= 500 || status == http.StatusTooManyRequests:
+		c.owner.Fail(rec)
+	case status == failure.StatusClientClosedRequest:
+		c.owner.Abandon()
+	default:
+		c.owner.Complete(rec)
+	}
+}
+
+// authenticate finds the caller's virtual key (Authorization: Bearer, or
+// x-api-key as Anthropic's SDKs send it).
+func (s *Server) authenticate(r *http.Request) (*ledger.Key, *failure.Public) {
+	secret := keys.FromHeaders(r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
+	k, err := s.opts.Auth.Authenticate(r.Context(), secret)
+	switch {
+	case err == nil:
+		return k, nil
+	case errors.Is(err, keys.ErrMissing):
+		return nil, &failure.Public{Status: http.StatusUnauthorized, Code: "missing_api_key",
+			Message: "this gateway needs a virtual key: send it as Authorization: Bearer <key> (or x-api-key)"}
+	case errors.Is(err, keys.ErrInvalid), errors.Is(err, keys.ErrRevoked):
+		return nil, &failure.Public{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+			Message: "the virtual key is not valid (unknown or revoked)"}
+	}
+	s.opts.Log.Error("authenticating", "err", err)
+	return nil, &failure.Public{Status: http.StatusServiceUnavailable, Code: "auth_unavailable",
+		Message: "the gateway could not check the key; retry shortly"}
 }
 
 // selectRungs fills p with the rungs to try: eligible, priced, capable and
@@ -257,10 +378,14 @@ func trail(as []engine.Attempt) string {
 }
 
 func (s *Server) logCall(c *call) {
-	model := ""
+	model, keyID := "", ""
 	if c.req != nil {
 		model = c.req.Model
 	}
-	s.opts.Log.Info("request", "request_id", c.id, "dialect", c.d.Name(), "model", model,
-		"status", c.status, "outcome", c.outcome, "duration_ms", s.opts.Now().Sub(c.start).Milliseconds())
+	if c.key != nil {
+		keyID = c.key.ID
+	}
+	s.opts.Log.Info("request", "request_id", c.id, "dialect", c.d.Name(), "key", keyID, "model", model,
+		"status", c.status, "outcome", c.outcome, "cost_micro_usd", c.cost, "cost_status", c.costStatus,
+		"duration_ms", s.opts.Now().Sub(c.start).Milliseconds())
 }

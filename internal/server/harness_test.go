@@ -1,9 +1,12 @@
 package server_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,8 +14,12 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/health"
+	"github.com/spillway-gw/spillway/internal/keys"
+	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
 	"github.com/spillway-gw/spillway/internal/mock"
 	"github.com/spillway-gw/spillway/internal/provider"
 	anthropicprov "github.com/spillway-gw/spillway/internal/provider/anthropic"
@@ -39,6 +46,13 @@ type harness struct {
 	cfg   *catalog.Config
 	// clock drives health: tests move it instead of sleeping.
 	clock *fakeClock
+	// key is a valid virtual key (org "acme", team "search").
+	key    string
+	keyRec *ledger.Key
+	store  *sqlite.Store
+	writer *ledger.Writer
+	budget *budget.Accountant
+	auth   *keys.Authenticator
 }
 
 // adminKey is the harness gateway's admin key.
@@ -101,12 +115,30 @@ func newHarnessWith(t testing.TB, edit func(*catalog.Config), rungs ...rungSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = store
+	h.writer = ledger.NewWriter(store, ledger.WriterOptions{})
+	t.Cleanup(func() {
+		_ = h.writer.Close(context.Background())
+		_ = store.Close()
+	})
+	log := slog.New(slog.DiscardHandler)
+	h.auth = keys.NewAuthenticator(store, log, nil)
+	h.key, h.keyRec, err = keys.New(ctx, store, "acme", "search", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.budget = budget.New(nil)
 	reg := provider.NewRegistry()
 	reg.Register(catalog.KindOpenAI, openaiprov.New())
 	reg.Register(catalog.KindAnthropic, anthropicprov.New())
-	log := slog.New(slog.DiscardHandler)
 	gw := server.New(server.Options{Catalog: catalog.NewHolder(snap), Registry: reg, Log: log,
-		Health: health.NewTracker(h.clock), AdminKey: adminKey})
+		Health: health.NewTracker(h.clock), AdminKey: adminKey,
+		Auth: h.auth, Budget: h.budget, Ledger: h.writer, Store: store})
 	h.gw = httptest.NewServer(gw)
 	t.Cleanup(h.gw.Close)
 	return h
@@ -114,7 +146,7 @@ func newHarnessWith(t testing.TB, edit func(*catalog.Config), rungs ...rungSpec)
 
 func (h *harness) client(opts ...option.RequestOption) openai.Client {
 	return openai.NewClient(append([]option.RequestOption{
-		option.WithBaseURL(h.gw.URL + "/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0),
+		option.WithBaseURL(h.gw.URL + "/v1/"), option.WithAPIKey(h.key), option.WithMaxRetries(0),
 	}, opts...)...)
 }
 
@@ -138,4 +170,18 @@ func hdr(r *http.Response, k string) string {
 		return ""
 	}
 	return r.Header.Get(k)
+}
+
+// post sends a raw JSON request with the harness's virtual key.
+func (h *harness) post(path, body string, headers ...string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, h.gw.URL+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+h.key)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return http.DefaultClient.Do(req)
 }

@@ -12,10 +12,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/health"
+	"github.com/spillway-gw/spillway/internal/idempotency"
+	"github.com/spillway-gw/spillway/internal/keys"
+	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/provider"
 )
 
@@ -33,7 +37,21 @@ type Options struct {
 	Health *health.Tracker
 	// AdminKey protects /v1/admin/*; empty disables those endpoints.
 	AdminKey string
-	Log      *slog.Logger
+	// Auth authenticates virtual keys. Required: every generation
+	// endpoint needs a valid key.
+	Auth *keys.Authenticator
+	// Budget gates spend and rates at org, team, key and model scope (nil:
+	// no gates; the worst case is still reserved in the ledger).
+	Budget *budget.Accountant
+	// Ledger records reservations and settlements (nil: nothing recorded).
+	Ledger *ledger.Writer
+	// Store serves the admin key, budget and usage endpoints (nil: those
+	// endpoints answer 404).
+	Store ledger.Store
+	// Idempotency keeps Idempotency-Key answers (default: a store with the
+	// default bounds).
+	Idempotency *idempotency.Store
+	Log         *slog.Logger
 	// Getenv resolves credential environment variables (default os.Getenv).
 	Getenv func(string) string
 	// Now is the clock (default time.Now).
@@ -46,6 +64,7 @@ type Options struct {
 // Server serves the gateway's HTTP API.
 type Server struct {
 	opts   Options
+	idem   *idempotency.Store
 	mux    *http.ServeMux
 	bufs   sync.Pool
 	health *health.Tracker
@@ -66,7 +85,13 @@ func New(opts Options) *Server {
 	if opts.Health == nil {
 		opts.Health = health.NewTracker(nil)
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health}
+	if opts.Auth == nil {
+		panic("server: Options.Auth is required")
+	}
+	if opts.Idempotency == nil {
+		opts.Idempotency = idempotency.New(idempotency.Options{})
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency}
 	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}), engine.WithClock(opts.Now))
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	s.routes()
@@ -83,7 +108,7 @@ func (s *Server) routes() {
 }
 
 func (s *Server) handle(pattern string, d dialect.Dialect) {
-	s.mux.Handle(pattern, &generateHandler{s: s, d: d})
+	s.mux.Handle(pattern, &generateHandler{s: s, d: d, endpoint: pattern})
 }
 
 // ServeHTTP implements http.Handler.

@@ -6,6 +6,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/engine"
+	"github.com/spillway-gw/spillway/internal/failure"
 )
 
 // stream runs a streamed request. Until commit nothing is written, so a
@@ -13,20 +14,31 @@ import (
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engine.Plan) {
 	buf := s.getBuf()
 	defer s.putBuf(buf)
-	sink := &streamSink{w: w, rc: http.NewResponseController(w), enc: c.d.NewEncoder(c.meta, c.req), buf: buf, c: c, p: p}
+	sink := &streamSink{s: s, r: r, w: w, rc: http.NewResponseController(w), enc: c.d.NewEncoder(c.meta, c.req), buf: buf, c: c, p: p}
 	res := s.engine.Stream(r.Context(), p, c.req, sink)
 	switch {
+	case res.Err != nil && res.Err.Class == failure.ClientCancelled:
+		// Nobody is listening: settle what was delivered, without waiting.
+		s.settle(r.Context(), c, p, res, false)
+		c.status, c.outcome = failure.StatusClientClosedRequest, "client_closed_request"
 	case !res.Committed && res.Err != nil:
-		s.writeError(w, c, publicOf(res), res)
+		s.settle(r.Context(), c, p, res, true)
+		pub := publicOf(res)
+		s.writeError(w, c, pub, res)
+		s.finishIdempotency(c, pub.Status, false)
 	case res.Err != nil:
 		c.status, c.outcome = http.StatusOK, "interrupted_"+string(res.Err.Class)
+		s.finishIdempotency(c, http.StatusOK, true)
 	default:
 		c.status, c.outcome = http.StatusOK, "ok"
+		s.finishIdempotency(c, http.StatusOK, false)
 	}
 }
 
 // streamSink writes one answer's events to the caller, one flush per event.
 type streamSink struct {
+	s   *Server
+	r   *http.Request
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	enc dialect.Encoder
@@ -40,6 +52,8 @@ func (k *streamSink) Commit(res *engine.Result) error {
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	// The cost is known only once the stream ends: it follows as trailers.
+	h.Set("Trailer", hdrCostUSD+", "+hdrCostStatus)
 	setRouteHeaders(h, k.c, res, k.p)
 	k.w.WriteHeader(http.StatusOK)
 	*k.buf = k.enc.Start((*k.buf)[:0])
@@ -51,18 +65,28 @@ func (k *streamSink) Event(ev *canonical.Event) error {
 	return k.flush()
 }
 
+// Finish settles (durably) before the success terminator goes out, so a
+// caller who saw the terminator has a settled row.
 func (k *streamSink) Finish(res *engine.Result) error {
+	k.s.settle(k.r.Context(), k.c, k.p, res, true)
 	*k.buf = k.enc.Finish((*k.buf)[:0], res.Stop, res.StopSequence, res.Usage)
-	return k.flush()
+	err := k.flush()
+	setCostHeaders(k.w.Header(), k.c)
+	return err
 }
 
+// Interrupt settles the delivered tokens, then ends the stream with the
+// typed error event.
 func (k *streamSink) Interrupt(res *engine.Result) error {
+	k.s.settle(k.r.Context(), k.c, k.p, res, true)
 	fe, delivered := res.Err, res.DeliveredTokens
 	pub := fe.ToPublic()
 	pub.Code = "stream_interrupted"
 	pub.Message = "the model provider failed after the answer began; the answer is incomplete (" + string(fe.Class) + "); retry the request"
 	*k.buf = k.enc.Interrupt((*k.buf)[:0], pub, delivered)
-	return k.flush()
+	err := k.flush()
+	setCostHeaders(k.w.Header(), k.c)
+	return err
 }
 
 func (k *streamSink) flush() error {

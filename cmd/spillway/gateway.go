@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/budget"
+	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/idempotency"
+	"github.com/spillway-gw/spillway/internal/keys"
+	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
+	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/provider/anthropic"
+	"github.com/spillway-gw/spillway/internal/provider/openai"
+	"github.com/spillway-gw/spillway/internal/server"
+)
+
+// registry lists every provider adapter spillway ships.
+func registry() *provider.Registry {
+	r := provider.NewRegistry()
+	r.Register(catalog.KindOpenAI, openai.New())
+	r.Register(catalog.KindAnthropic, anthropic.New())
+	return r
+}
+
+// refreshEvery is how often keys and budgets changed by another process
+// (the CLI) are picked up.
+const refreshEvery = 5 * time.Second
+
+// gateway is the assembled gateway and what must be closed after it.
+type gateway struct {
+	*server.Server
+	store  *sqlite.Store
+	writer *ledger.Writer
+	auth   *keys.Authenticator
+	budget *budget.Accountant
+}
+
+// openGateway opens the ledger, releases reservations a crash left open,
+// seeds budgets and spend, and assembles the server. Background refreshers
+// run until ctx ends; call close after the HTTP server has drained.
+func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, stdout io.Writer) (*gateway, error) {
+	cfg := holder.Load().Config()
+	store, err := sqlite.Open(ctx, cfg.Ledger.Path)
+	if err != nil {
+		return nil, fmt.Errorf("opening the ledger %s: %w", cfg.Ledger.Path, err)
+	}
+	g := &gateway{store: store}
+	ok := false
+	defer func() {
+		if !ok {
+			store.Close()
+		}
+	}()
+	released, err := store.RecoverOpen(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("releasing open reservations: %w", err)
+	}
+	if len(released) > 0 {
+		var total int64
+		for _, r := range released {
+			total += r.AmountMicro
+			log.Warn("released a reservation left open by a crash", "request_id", r.RequestID, "key", r.KeyID, "amount_micro_usd", r.AmountMicro)
+		}
+		fmt.Fprintf(stdout, "released %d reservations left open by an earlier crash (%s USD held)\n", len(released), usd(total))
+	}
+	g.budget = budget.New(nil)
+	if err := loadBudgets(ctx, store, g.budget, true); err != nil {
+		return nil, err
+	}
+	g.auth = keys.NewAuthenticator(store, log, nil)
+	if err := g.auth.Refresh(ctx); err != nil {
+		return nil, fmt.Errorf("loading virtual keys: %w", err)
+	}
+	if g.auth.Count() == 0 {
+		// A fresh ledger: one key so the gateway is usable at once.
+		secret, k, err := keys.New(ctx, store, "default", "default", nil, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stdout, "no virtual keys yet: created %s for org default, team default (shown once; keep it):\n  %s\n", k.ID, secret)
+	}
+	go g.auth.Run(ctx, refreshEvery)
+	go refreshBudgets(ctx, store, g.budget, log)
+	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log})
+	ic := cfg.Idempotency
+	g.Server = server.New(server.Options{
+		Catalog:     holder,
+		Registry:    registry(),
+		AdminKey:    os.Getenv("SPILLWAY_ADMIN_KEY"),
+		Log:         log,
+		Auth:        g.auth,
+		Budget:      g.budget,
+		Ledger:      g.writer,
+		Store:       store,
+		Idempotency: idempotency.New(idempotency.Options{MaxEntries: ic.MaxEntries, MaxBytes: ic.MaxBytes, TTL: ic.TTL.D()}),
+	})
+	ok = true
+	return g, nil
+}
+
+// close flushes the ledger and closes it.
+func (g *gateway) close(ctx context.Context) error {
+	err := g.writer.Close(ctx)
+	if cerr := g.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// loadBudgets sets the accountant's limits from the ledger, and with spend
+// also what every scope has spent.
+func loadBudgets(ctx context.Context, store ledger.Store, a *budget.Accountant, spend bool) error {
+	bs, err := store.Budgets(ctx)
+	if err != nil {
+		return fmt.Errorf("loading budgets: %w", err)
+	}
+	a.SetBudgets(bs)
+	if !spend {
+		return nil
+	}
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	sp, err := store.Spends(ctx, day)
+	if err != nil {
+		return fmt.Errorf("loading spend: %w", err)
+	}
+	a.LoadSpend(sp, day)
+	return nil
+}
+
+// refreshBudgets picks up budgets set by another process until ctx ends.
+func refreshBudgets(ctx context.Context, store ledger.Store, a *budget.Accountant, log *slog.Logger) {
+	t := time.NewTicker(refreshEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := loadBudgets(ctx, store, a, false); err != nil && ctx.Err() == nil {
+				log.Warn("refreshing budgets", "err", err)
+			}
+		}
+	}
+}
+
+// usd formats micro-dollars.
+func usd(micro int64) string { return fmt.Sprintf("%d.%06d", micro/1e6, micro%1e6) }

@@ -1,0 +1,249 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/spillway-gw/spillway/internal/budget"
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/engine"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/ledger"
+)
+
+// Cost headers.
+const (
+	hdrCostUSD    = "X-Spillway-Cost-Usd"
+	hdrCostStatus = "X-Spillway-Cost-Status"
+)
+
+// Cost statuses, as recorded and as sent.
+const (
+	costPriced   = "priced"   // charged at the serving deployment's price
+	costUnpriced = "unpriced" // bring-your-own-key: no cost is ours to know
+	costNone     = "none"     // nothing billable happened
+)
+
+// reserve holds the request's worst case once, before any provider is
+// called: the most any kept rung could cost (output ceiling × output rate
+// plus the input estimate). Bring-your-own-key rungs add nothing: they skip
+// the credit gate. A refusal is returned as the caller's 429 with the
+// specific reason, and never walks the chain.
+func (s *Server) reserve(c *call, p *engine.Plan) *failure.Public {
+	c.inputEst = budget.EstimateInputTokens(c.req.InputBytes())
+	var amount int64
+	for i := range p.Rungs {
+		d := p.Rungs[i].Deployment
+		if d.Funding == catalog.FundingBYOK {
+			continue
+		}
+		if worst, ok := budget.WorstCaseMicro(d.Price, c.inputEst, d.OutputCeiling(c.req.MaxTokens)); ok && worst > amount {
+			amount = worst
+		}
+	}
+	c.reserved = amount
+	if s.opts.Budget == nil {
+		return nil
+	}
+	scopes := make([]budget.Scope, 0, 4)
+	if c.key.Org != "" {
+		scopes = append(scopes, budget.Scope{Kind: ledger.ScopeOrg, ID: c.key.Org})
+	}
+	if c.key.Team != "" {
+		scopes = append(scopes, budget.Scope{Kind: ledger.ScopeTeam, ID: c.key.Team})
+	}
+	scopes = append(scopes, budget.Scope{Kind: ledger.ScopeKey, ID: c.key.ID}, budget.Scope{Kind: ledger.ScopeModel, ID: c.req.Model})
+	// TPM counts the prompt and the output the caller asked for; the worst
+	// case of an unbounded request would lock out every TPM-limited key.
+	hold, refusal := s.opts.Budget.Reserve(scopes, amount, c.inputEst+c.req.MaxTokens)
+	if refusal != nil {
+		return refusal.Public()
+	}
+	c.hold = hold
+	if s.opts.Ledger != nil {
+		s.opts.Ledger.Reserve(ledger.Reservation{RequestID: c.id, KeyID: c.key.ID, Org: c.key.Org, Team: c.key.Team,
+			PublicModel: c.req.Model, AmountMicro: amount, CreatedAt: c.start.UTC()})
+	}
+	return nil
+}
+
+// charge decides what a finished request costs, against the serving rung's
+// price: nothing when no rung served or the answer was empty; the delivered
+// tokens when a stream broke or the caller left after commit; the
+// provider's reported usage otherwise.
+func charge(req *canonical.Request, p *engine.Plan, res *engine.Result, inputEst int) (u canonical.Usage, cost int64, status string) {
+	if res.Served < 0 {
+		return canonical.Usage{}, 0, costNone
+	}
+	d := p.Rungs[res.Served].Deployment
+	u = res.Usage
+	switch {
+	case res.Err != nil:
+		// Cut short after commit: exactly what reached the caller.
+		u.OutputTokens, u.ReasoningTokens = res.DeliveredTokens, 0
+		if u.InputTokens == 0 {
+			u.InputTokens = inputEst
+		}
+	case !res.UsageReported:
+		u = canonical.Usage{InputTokens: inputEst, OutputTokens: res.DeliveredTokens}
+		if r := res.Response; r != nil {
+			u.OutputTokens = estimateTokens(len(r.Text) + len(r.Refusal) + argsLen(r.ToolCalls))
+		}
+	}
+	empty := res.DeliveredEvents == 0
+	if r := res.Response; r != nil {
+		empty = r.Empty()
+	}
+	if d.Funding == catalog.FundingBYOK {
+		return u, 0, costUnpriced
+	}
+	if empty {
+		return u, 0, costPriced
+	}
+	return u, d.CostMicroUSD(u.InputTokens, u.CachedInputTokens, u.CacheWriteTokens, u.OutputTokens), costPriced
+}
+
+func estimateTokens(bytes int) int { return (bytes + 3) / 4 }
+
+func argsLen(tcs []canonical.ToolCall) int {
+	n := 0
+	for _, tc := range tcs {
+		n += len(tc.Arguments)
+	}
+	return n
+}
+
+// settle settles the request exactly once: the budget hold, then the
+// ledger's request and attempt rows. With wait, it returns only once the
+// rows are durable, so it is called right before a response's final byte.
+func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engine.Result, wait bool) {
+	if c.settled {
+		return
+	}
+	c.settled = true
+	var u canonical.Usage
+	var cost int64
+	status := costNone
+	if res != nil && p != nil {
+		u, cost, status = charge(c.req, p, res, c.inputEst)
+	}
+	c.cost, c.costStatus = cost, status
+	if c.hold != nil {
+		c.hold.Settle(cost, u.InputTokens+u.OutputTokens)
+	}
+	if s.opts.Ledger == nil || c.key == nil {
+		return
+	}
+	st := s.settlement(c, p, res, u, cost, status)
+	if !wait {
+		s.opts.Ledger.SettleAsync(st)
+		return
+	}
+	if err := s.opts.Ledger.Settle(ctx, st); err != nil {
+		// The caller's answer is not held hostage to the ledger; the
+		// operator is told loudly.
+		s.opts.Log.Error("settling in the ledger", "request_id", c.id, "err", err)
+	}
+}
+
+// settlement builds the content-free ledger rows of a request.
+func (s *Server) settlement(c *call, p *engine.Plan, res *engine.Result, u canonical.Usage, cost int64, status string) *ledger.Settlement {
+	now := s.opts.Now()
+	r := ledger.Request{
+		RequestID: c.id, Org: c.key.Org, Team: c.key.Team, KeyID: c.key.ID,
+		RouteDepth: -1, Status: c.ledgerStatus(res), CostMicroUSD: cost, CostStatus: status,
+		ReservedMicroUSD: c.reserved, LatencyMS: now.Sub(c.start).Milliseconds(),
+		StartedAt: c.start.UTC(), FinishedAt: now.UTC(),
+	}
+	if c.req != nil {
+		r.PublicModel, r.Streamed = c.req.Model, c.req.Stream
+	}
+	st := &ledger.Settlement{}
+	if res != nil {
+		if res.Err != nil {
+			r.FailureClass = string(res.Err.Class)
+		}
+		r.Attempts = len(res.Attempts)
+		if res.Served >= 0 && p != nil {
+			d := p.Rungs[res.Served].Deployment
+			r.ExactModel, r.Deployment = p.Model, d.ID
+			r.RouteDepth = c.poolIndex(d.ID)
+			r.InputTokens, r.OutputTokens, r.CachedTokens = u.InputTokens, u.OutputTokens, u.CachedInputTokens
+		}
+		for i, a := range res.Attempts {
+			la := ledger.Attempt{RequestID: c.id, Seq: i, Deployment: a.Deployment,
+				FirstByteMS: a.FirstByte.Milliseconds(), DurationMS: a.Duration.Milliseconds(), StartedAt: a.Start.UTC()}
+			if a.Err != nil {
+				la.FailureClass, la.HTTPStatus = string(a.Err.Class), a.Err.Status
+			} else {
+				la.HTTPStatus = http.StatusOK
+			}
+			if a.Rung == res.Served && i == len(res.Attempts)-1 {
+				la.InputTokens, la.OutputTokens, la.CostMicroUSD = u.InputTokens, u.OutputTokens, cost
+			}
+			if len(res.Attempts) > 0 && r.FirstTokenMS == 0 && a.Err == nil {
+				r.FirstTokenMS = (a.Start.Sub(c.start) + a.FirstToken).Milliseconds()
+			}
+			st.Attempts = append(st.Attempts, la)
+		}
+	}
+	st.Request = r
+	return st
+}
+
+// ledgerStatus is the request row's final status.
+func (c *call) ledgerStatus(res *engine.Result) string {
+	switch {
+	case res == nil:
+		return "failed"
+	case res.Err == nil:
+		return "ok"
+	case res.Err.Class == failure.ClientCancelled:
+		return "cancelled"
+	case res.Committed:
+		return "interrupted"
+	}
+	return "failed"
+}
+
+// poolIndex is a deployment's place in the route's pool (its route depth).
+func (c *call) poolIndex(id string) int {
+	for i, d := range c.route.Deployments {
+		if d.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// setCostHeaders says what the request cost: the settled amount, or no
+// cost and "unpriced" for bring-your-own-key traffic.
+func setCostHeaders(h http.Header, c *call) {
+	h.Set(hdrCostStatus, c.costStatus)
+	if c.costStatus == costPriced {
+		h.Set(hdrCostUSD, formatUSD(c.cost))
+	}
+}
+
+// formatUSD writes micro-dollars as a decimal dollar amount.
+func formatUSD(micro int64) string {
+	neg := micro < 0
+	if neg {
+		micro = -micro
+	}
+	s := strconv.FormatInt(micro/1_000_000, 10) + "." + pad6(micro%1_000_000)
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+func pad6(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for len(s) < 6 {
+		s = "0" + s
+	}
+	return s
+}
