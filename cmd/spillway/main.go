@@ -20,6 +20,10 @@ usage:
   spillway demo   [--config FILE]                  mocks + gateway + traffic; take the primary down mid-run
   spillway health [--url URL]                      a running gateway's deployment health (SPILLWAY_ADMIN_KEY)
   spillway explain --model M [--max-tokens N]      how a running gateway would route a request (SPILLWAY_ADMIN_KEY)
+  spillway keys create --org O --team T [--budget-usd N --daily-cap-usd N --rpm N --tpm N --models a,b]
+  spillway keys list | keys revoke KEY_ID          virtual keys, in the ledger
+  spillway budgets set --scope org|team|key|model --id ID [--credit-usd N ...] | budgets list
+  spillway usage [--from --to --group-by model,deployment --format table|csv|json]
 
 Run "spillway <command> --help" for a command's flags.
 `
@@ -51,6 +55,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runHealth(ctx, rest, stdout, stderr)
 	case "explain":
 		err = runExplain(ctx, rest, stdout, stderr)
+	case "keys":
+		err = runKeys(ctx, rest, stdout, stderr)
+	case "budgets":
+		err = runBudgets(ctx, rest, stdout, stderr)
+	case "usage":
+		err = runUsage(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

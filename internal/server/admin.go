@@ -4,10 +4,10 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/health"
+	"github.com/spillway-gw/spillway/internal/keys"
 )
 
 // admin protects an operator endpoint with the admin key, sent as a bearer
@@ -19,17 +19,22 @@ func (s *Server) admin(h http.HandlerFunc) http.Handler {
 				Message: "the admin API is disabled; start the gateway with SPILLWAY_ADMIN_KEY set"})
 			return
 		}
-		key := r.Header.Get("X-Api-Key")
-		if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
-			key = strings.TrimPrefix(a, "Bearer ")
-		}
-		if subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.AdminKey)) != 1 {
+		if !s.isAdmin(r) {
 			writeJSONError(w, &failure.Public{Status: http.StatusUnauthorized, Code: "invalid_admin_key",
 				Message: "this endpoint needs the gateway's admin key as a bearer token"})
 			return
 		}
 		h(w, r)
 	})
+}
+
+// isAdmin reports whether the request carries the admin key.
+func (s *Server) isAdmin(r *http.Request) bool {
+	if s.opts.AdminKey == "" {
+		return false
+	}
+	key := keys.FromHeaders(r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
+	return subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.AdminKey)) == 1
 }
 
 // writeJSONError writes an operator-facing error in OpenAI's shape.

@@ -104,6 +104,12 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/admin/health", s.admin(s.handleAdminHealth))
 	s.mux.Handle("GET /v1/admin/explain", s.admin(s.handleExplain))
 	s.mux.Handle("POST /v1/admin/explain", s.admin(s.handleExplain))
+	s.mux.Handle("POST /v1/admin/keys", s.admin(s.handleCreateKey))
+	s.mux.Handle("GET /v1/admin/keys", s.admin(s.handleListKeys))
+	s.mux.Handle("DELETE /v1/admin/keys/{id}", s.admin(s.handleRevokeKey))
+	s.mux.Handle("PUT /v1/admin/budgets", s.admin(s.handleSetBudget))
+	s.mux.Handle("GET /v1/admin/budgets", s.admin(s.handleListBudgets))
+	s.mux.HandleFunc("GET /v1/usage", s.handleUsage)
 	s.handle("POST /v1/chat/completions", openaiChat())
 }
 
