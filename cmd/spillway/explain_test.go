@@ -5,8 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 

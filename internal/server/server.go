@@ -111,6 +111,8 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/admin/budgets", s.admin(s.handleListBudgets))
 	s.mux.HandleFunc("GET /v1/usage", s.handleUsage)
 	s.handle("POST /v1/chat/completions", openaiChat())
+	s.handle("POST /v1/responses", openaiResponses())
+	s.handle("POST /v1/messages", anthropicMessages())
 }
 
 func (s *Server) handle(pattern string, d dialect.Dialect) {
