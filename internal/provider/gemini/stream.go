@@ -133,7 +133,12 @@ func (s *stream) readBlock() (blk []byte, last bool, err error) {
 		switch err {
 		case nil:
 		case errLastLine:
-			s.block = appendLine(s.block, line)
+			if len(line) > 0 {
+				s.block = appendLine(s.block, line)
+			}
+			if len(s.block) == 0 {
+				return nil, false, io.EOF
+			}
 			return s.block, true, nil
 		case io.EOF:
 			if len(s.block) > 0 {

@@ -124,6 +124,7 @@ func TestStreamDecode(t *testing.T) {
 		{"truncated without a finishReason", chunks(chHel, chMid), []canonical.Event{evStart, text("Hel"), evIn5, text("lo")}, truncated},
 		{"empty body", "", nil, truncated},
 		{"only blank lines", "\n\n\n", nil, truncated},
+		{"a lone carriage return", "\r", nil, truncated},
 		{"cut inside the last chunk", chunks(chHel) + "data: " + chLo[:40], []canonical.Event{evStart, text("Hel"), evIn5}, truncated},
 		{"cut inside an error block", chunks(chHel) + rpcBlock[:30], []canonical.Event{evStart, text("Hel"), evIn5}, truncated},
 
