@@ -50,6 +50,7 @@ type harness struct {
 	key    string
 	keyRec *ledger.Key
 	store  *sqlite.Store
+	dbPath string
 	writer *ledger.Writer
 	budget *budget.Accountant
 	auth   *keys.Authenticator
@@ -116,7 +117,8 @@ func newHarnessWith(t testing.TB, edit func(*catalog.Config), rungs ...rungSpec)
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	h.dbPath = filepath.Join(t.TempDir(), "ledger.db")
+	store, err := sqlite.Open(ctx, h.dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
