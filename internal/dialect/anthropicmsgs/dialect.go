@@ -1,6 +1,12 @@
 // Package anthropicmsgs is the Anthropic Messages caller dialect: it decodes
 // POST /v1/messages requests into canonical requests and writes answers,
 // stream events and errors exactly as Anthropic's API and SDKs expect.
+//
+// Where Anthropic offers something not every provider of a model can honour
+// (extended thinking, documents, server tools, top_k, beta headers), the
+// request is refused with a 400 naming the field rather than silently
+// changed. Hints that never change the answer (cache_control, metadata,
+// service_tier) are checked and ignored.
 package anthropicmsgs
 
 import "github.com/spillway-gw/spillway/internal/dialect"
