@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -51,6 +52,8 @@ type harness struct {
 	keyRec *ledger.Key
 	store  *sqlite.Store
 	dbPath string
+	// logs holds everything the gateway logged.
+	logs *syncBuffer
 	writer *ledger.Writer
 	budget *budget.Accountant
 	auth   *keys.Authenticator
@@ -128,7 +131,8 @@ func newHarnessWith(t testing.TB, edit func(*catalog.Config), rungs ...rungSpec)
 		_ = h.writer.Close(context.Background())
 		_ = store.Close()
 	})
-	log := slog.New(slog.DiscardHandler)
+	h.logs = &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.auth = keys.NewAuthenticator(store, log, nil)
 	h.key, h.keyRec, err = keys.New(ctx, store, "acme", "search", nil, time.Now())
 	if err != nil {
@@ -186,4 +190,22 @@ func (h *harness) post(path, body string, headers ...string) (*http.Response, er
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	return http.DefaultClient.Do(req)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,0 +1,89 @@
+package server_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The ledger, the logs and every operator output are content-free: secret
+// canaries planted in prompts, tool schemas and tool arguments, sent through
+// successes, failovers, provider rejections, broken streams and replays,
+// appear in none of them.
+func TestCanariesPersistNowhere(t *testing.T) {
+	h := newHarness(t, rungSpec{"primary", "anthropic"}, rungSpec{"secondary", "openai"})
+	canaries := []string{"CANARY-sys-5f2a91", "CANARY-user-77c0de", "CANARY-tool-03b1e8", "CANARY-args-9d44aa", "CANARY-idem-1c5e7f"}
+	body := func(stream bool) string {
+		s := "false"
+		if stream {
+			s = "true"
+		}
+		return `{"model":"` + publicModel + `","stream":` + s + `,"max_tokens":32,"messages":[` +
+			`{"role":"system","content":"` + canaries[0] + `"},` +
+			`{"role":"user","content":"` + canaries[1] + `"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup","arguments":"{\"q\":\"` + canaries[3] + `\"}"}}]},` +
+			`{"role":"tool","tool_call_id":"call_1","content":"` + canaries[1] + `"}],` +
+			`"tools":[{"type":"function","function":{"name":"lookup","description":"` + canaries[2] + `","parameters":{"type":"object"}}}]}`
+	}
+	for _, fault := range []string{"", "status=529", "status=400", "die_after=2", "stall_after=1"} {
+		h.fault("primary", fault)
+		for _, stream := range []bool{false, true} {
+			r := h.do(t, body(stream))
+			_ = r
+		}
+	}
+	h.fault("primary", "")
+	for i := 0; i < 2; i++ { // an original and its replay
+		h.do(t, body(true), "Idempotency-Key", canaries[4])
+	}
+	// Settle everything and checkpoint, then read every byte the gateway keeps.
+	_ = h.writer.Close(t.Context())
+	var kept bytes.Buffer
+	dir := filepath.Dir(h.dbPath)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept.Write(b)
+	}
+	if kept.Len() == 0 {
+		t.Fatal("no ledger bytes read")
+	}
+	kept.WriteString(h.logs.String())
+	for _, path := range []string{"/v1/admin/health", "/v1/admin/budgets", "/v1/admin/keys", "/v1/usage?group_by=org,team,key,model,deployment,day"} {
+		req, _ := http.NewRequest(http.MethodGet, h.gw.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+adminKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		kept.Write(b)
+	}
+	if !strings.Contains(h.logs.String(), `"msg":"request"`) {
+		t.Fatal("the log captured nothing; the test would prove nothing")
+	}
+	for _, c := range canaries {
+		if bytes.Contains(kept.Bytes(), []byte(c)) {
+			t.Errorf("canary %s was persisted", c)
+		}
+	}
+	// The provider did see them: the canaries really travelled.
+	seen := false
+	for _, rq := range h.mocks["secondary"].Requests() {
+		seen = seen || bytes.Contains(rq.Body, []byte(canaries[1]))
+	}
+	if !seen {
+		t.Error("the canaries never reached a provider")
+	}
+}
