@@ -120,7 +120,8 @@ type Mock struct {
 	reqs      []Received
 }
 
-// New returns a mock provider of the given kind ("openai" or "anthropic").
+// New returns a mock provider of the given kind ("openai", "anthropic",
+// "bedrock" or "gemini").
 func New(kind string, opts Options) (*Mock, error) {
 	var wf wire
 	switch kind {
@@ -128,8 +129,10 @@ func New(kind string, opts Options) (*Mock, error) {
 		wf = openAIChat{}
 	case "anthropic":
 		wf = anthropicMessages{}
+	case "gemini":
+		wf = geminiAPI{}
 	default:
-		return nil, fmt.Errorf("mock: unknown provider kind %q (want openai or anthropic)", kind)
+		return nil, fmt.Errorf("mock: unknown provider kind %q (want openai, anthropic, bedrock or gemini)", kind)
 	}
 	h := fnv.New64a()
 	io.WriteString(h, kind+"\x00"+opts.Name)

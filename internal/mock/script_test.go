@@ -122,7 +122,7 @@ func TestScriptCheckedByKind(t *testing.T) {
 	if _, err := New("openai", Options{Fault: "status=429;error_code=insufficient_quota"}); err != nil {
 		t.Errorf("openai with error_code: %v", err)
 	}
-	if _, err := New("gemini", Options{}); err == nil {
+	if _, err := New("cohere", Options{}); err == nil {
 		t.Error("unknown kind accepted")
 	}
 	m, err := New("openai", Options{})

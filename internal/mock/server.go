@@ -38,6 +38,7 @@ func (m *Mock) generate(c *call, w http.ResponseWriter, r *http.Request) {
 		m.wire.writeError(c, w, e)
 		return
 	}
+	req.stream = req.stream || c.stream
 	c.req = req
 	f := m.effective(perRequest, r.Header.Get(headerFault) != "")
 

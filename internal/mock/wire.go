@@ -109,6 +109,12 @@ type call struct {
 	req   *request // nil until the body is decoded
 	name  string
 	model string // Options.Model
+	// stream is set by a wire whose endpoint, not its body, says the
+	// answer streams (Bedrock's converse-stream); generate honours it.
+	stream bool
+	// routeModel is the model named by the endpoint's path (Gemini), for a
+	// wire whose body does not name it; "" otherwise.
+	routeModel string
 }
 
 func (m *Mock) newCall() *call {
