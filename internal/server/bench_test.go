@@ -2,7 +2,11 @@ package server_test
 
 import (
 	"io"
+	"runtime"
 	"testing"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/server"
 )
 
 // BenchmarkDeadPrimary compares a request whose primary is healthy with one
@@ -51,4 +55,35 @@ func post(b *testing.B, h *harness, body string) string {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.Header.Get("X-Spillway-Deployment")
+}
+
+// BenchmarkLedger compares settled requests per second through the whole
+// gateway with the ledger on (reserve, group-committed settlement awaited
+// before the last byte) and off, at 128 concurrent clients. Compare the
+// req/s metrics of the two sub-benchmarks.
+func BenchmarkLedger(b *testing.B) {
+	body := `{"model":"` + publicModel + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
+	for _, on := range []bool{true, false} {
+		name := map[bool]string{true: "on", false: "off"}[on]
+		b.Run(name, func(b *testing.B) {
+			h := newHarnessOpts(b, nil, func(o *server.Options) {
+				if !on {
+					o.Ledger = nil
+				}
+			}, rungSpec{"primary", "openai"})
+			b.SetParallelism(128 / runtime.GOMAXPROCS(0))
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if post(b, h, body) != "primary" {
+						b.Error("not served")
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+		})
+	}
 }

@@ -68,6 +68,8 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
 	c := &call{id: newRequestID(), start: s.opts.Now(), d: h.d, costStatus: costNone}
 	w.Header().Set(hdrRequestID, c.id)
+	// Anthropic's SDKs read the request id from request-id.
+	w.Header().Set("Request-Id", c.id)
 	defer s.logCall(c)
 
 	// 1. Who is calling: a bad or missing key stops here.

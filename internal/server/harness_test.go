@@ -88,6 +88,12 @@ func newHarness(t testing.TB, rungs ...rungSpec) *harness {
 // newHarnessWith lets a test edit the config before the gateway starts.
 func newHarnessWith(t testing.TB, edit func(*catalog.Config), rungs ...rungSpec) *harness {
 	t.Helper()
+	return newHarnessOpts(t, edit, nil, rungs...)
+}
+
+// newHarnessOpts also lets a test change the server's options.
+func newHarnessOpts(t testing.TB, edit func(*catalog.Config), tweak func(*server.Options), rungs ...rungSpec) *harness {
+	t.Helper()
 	h := &harness{t: t, mocks: map[string]*mock.Mock{}, clock: &fakeClock{now: time.Now()}}
 	cfg := &catalog.Config{}
 	pool := catalog.Pool{ID: "pool", Model: exactModel,
@@ -142,9 +148,13 @@ func newHarnessWith(t testing.TB, edit func(*catalog.Config), rungs ...rungSpec)
 	reg := provider.NewRegistry()
 	reg.Register(catalog.KindOpenAI, openaiprov.New())
 	reg.Register(catalog.KindAnthropic, anthropicprov.New())
-	gw := server.New(server.Options{Catalog: catalog.NewHolder(snap), Registry: reg, Log: log,
+	opts := server.Options{Catalog: catalog.NewHolder(snap), Registry: reg, Log: log,
 		Health: health.NewTracker(h.clock), AdminKey: adminKey,
-		Auth: h.auth, Budget: h.budget, Ledger: h.writer, Store: store})
+		Auth: h.auth, Budget: h.budget, Ledger: h.writer, Store: store}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	gw := server.New(opts)
 	h.gw = httptest.NewServer(gw)
 	t.Cleanup(h.gw.Close)
 	return h
