@@ -53,7 +53,7 @@ type harness struct {
 	store  *sqlite.Store
 	dbPath string
 	// logs holds everything the gateway logged.
-	logs *syncBuffer
+	logs   *syncBuffer
 	writer *ledger.Writer
 	budget *budget.Accountant
 	auth   *keys.Authenticator
