@@ -285,3 +285,23 @@ func TestGeminiTimesHeals(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGeminiRequest: the mock's request decoder and route parser never
+// panic; a body is either a request or a 400 INVALID_ARGUMENT.
+func FuzzGeminiRequest(f *testing.F) {
+	f.Add(gmBody, gmGenPath)
+	f.Add(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{}}}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["f"]}},"generationConfig":{"maxOutputTokens":3,"stopSequences":["x"]}}`, "/v1/models/m:streamGenerateContent")
+	f.Add(`{"contents":null}`, "/v1beta/models/:generateContent")
+	f.Fuzz(func(t *testing.T, body, path string) {
+		if model, _, ok := geminiRoute(path); ok && (model == "" || strings.ContainsAny(model, "/:")) {
+			t.Fatalf("route %q gave model %q", path, model)
+		}
+		req, e := geminiAPI{}.decode([]byte(body))
+		switch {
+		case e != nil && (e.status != 400 || e.typ != "INVALID_ARGUMENT" || req != nil):
+			t.Fatalf("error %+v", e)
+		case e == nil && (req == nil || req.maxTokens < -1 || req.toolChoice == ""):
+			t.Fatalf("request %+v", req)
+		}
+	})
+}
