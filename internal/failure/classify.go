@@ -54,6 +54,9 @@ func classOf(a Answer) Class {
 	case a.Status == 402, typ == "billing_error",
 		typ == "insufficient_quota", code == "insufficient_quota",
 		strings.Contains(msg, "credit balance is too low"),
+		// Gemini: "free tier is not available in your country; enable
+		// billing" — the account's standing, not the request.
+		typ == "failed_precondition",
 		strings.Contains(msg, "insufficient credits"):
 		return ProviderCreditExhausted
 	// Gemini says a bad key with 400 INVALID_ARGUMENT + API_KEY_INVALID.

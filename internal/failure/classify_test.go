@@ -27,6 +27,7 @@ func TestClassify(t *testing.T) {
 		{"402", Answer{Status: 402}, ProviderCreditExhausted},
 		{"anthropic billing_error", Answer{Status: 400, Type: "billing_error"}, ProviderCreditExhausted},
 		{"openai 429 insufficient_quota", Answer{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", RetryAfter: time.Second}, ProviderCreditExhausted},
+		{"gemini failed precondition (billing)", Answer{Status: 400, Type: "FAILED_PRECONDITION", Message: "Gemini API free tier is not available in your country. Please enable billing."}, ProviderCreditExhausted},
 		{"anthropic 400 low credit", Answer{Status: 400, Type: "invalid_request_error", Message: "Your credit balance is too low to access the Anthropic API."}, ProviderCreditExhausted},
 		// throttling
 		{"openai 429", Answer{Status: 429, Type: "tokens", Code: "rate_limit_exceeded"}, Throttled},
