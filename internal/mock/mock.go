@@ -129,6 +129,8 @@ func New(kind string, opts Options) (*Mock, error) {
 		wf = openAIChat{}
 	case "anthropic":
 		wf = anthropicMessages{}
+	case "bedrock":
+		wf = bedrockConverse{}
 	case "gemini":
 		wf = geminiAPI{}
 	default:
