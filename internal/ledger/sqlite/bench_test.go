@@ -58,7 +58,7 @@ func BenchmarkWriterSettle(b *testing.B) {
 			at := time.Now()
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu0 := time.Now(), processCPU()
 			var wg sync.WaitGroup
 			for g := range settlers {
 				wg.Add(1)
@@ -69,7 +69,7 @@ func BenchmarkWriterSettle(b *testing.B) {
 						if n > int64(b.N) {
 							return
 						}
-						r, st := benchSettlement(fmt.Sprintf("req-%d", n), at)
+						r, st := benchSettlement(fmt.Sprintf("req-%d", n), at.Add(time.Duration(n)*time.Millisecond))
 						t0 := time.Now()
 						w.Reserve(r)
 						if err := w.Settle(context.Background(), st); err != nil {
@@ -81,8 +81,9 @@ func BenchmarkWriterSettle(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			el := time.Since(start)
+			el, cpu := time.Since(start), processCPU()-cpu0
 			b.StopTimer()
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 			if err := w.Close(context.Background()); err != nil {
 				b.Fatal(err)
 			}
@@ -108,7 +109,7 @@ func BenchmarkSyncPerRequest(b *testing.B) {
 			at := time.Now()
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu0 := time.Now(), processCPU()
 			var wg sync.WaitGroup
 			for g := range callers {
 				wg.Add(1)
@@ -119,7 +120,7 @@ func BenchmarkSyncPerRequest(b *testing.B) {
 						if n > int64(b.N) {
 							return
 						}
-						r, st := benchSettlement(fmt.Sprintf("req-%d", n), at)
+						r, st := benchSettlement(fmt.Sprintf("req-%d", n), at.Add(time.Duration(n)*time.Millisecond))
 						t0 := time.Now()
 						err := s.WriteBatch(context.Background(), &ledger.Batch{
 							Reservations: []ledger.Reservation{r}, Settlements: []ledger.Settlement{*st}})
@@ -132,8 +133,9 @@ func BenchmarkSyncPerRequest(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			el := time.Since(start)
+			el, cpu := time.Since(start), processCPU()-cpu0
 			b.StopTimer()
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 			reportLatency(b, lat)
 			b.ReportMetric(float64(b.N)/el.Seconds(), "settles/s")
 		})
@@ -149,15 +151,17 @@ func BenchmarkStoreWriteBatch(b *testing.B) {
 	batch := &ledger.Batch{Reservations: make([]ledger.Reservation, size), Settlements: make([]ledger.Settlement, size)}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := range b.N {
 		for j := range size {
-			r, st := benchSettlement(fmt.Sprintf("req-%d-%d", i, j), at)
+			r, st := benchSettlement(fmt.Sprintf("req-%d-%d", i, j), at.Add(time.Duration(i*size+j)*time.Millisecond))
 			batch.Reservations[j], batch.Settlements[j] = r, *st
 		}
 		if err := s.WriteBatch(context.Background(), batch); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*size), "cpu-µs/settle")
 	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "settles/s")
 }
 

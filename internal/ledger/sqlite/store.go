@@ -176,12 +176,16 @@ func dsn(abs string, readOnly bool) string {
 	q.Set("_foreign_keys", "on")
 	// Only the checkpointer goroutine checkpoints (see checkpointer).
 	q.Add("_pragma", "wal_autocheckpoint(0)")
+	// After a checkpoint, shrink a WAL that a burst grew past 64 MiB.
+	q.Add("_pragma", "journal_size_limit(67108864)")
 	if readOnly {
 		q.Set("_query_only", "on")
 	} else {
 		// Take the write lock at BEGIN: a deferred transaction that
 		// upgrades later can fail with SQLITE_BUSY without waiting.
 		q.Set("_txlock", "immediate")
+		// Six usage indexes on requests: keep their hot pages cached.
+		q.Add("_pragma", "cache_size(-16384)")
 	}
 	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
 	return u.String()

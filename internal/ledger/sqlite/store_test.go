@@ -202,3 +202,30 @@ func TestSchemaIsContentFree(t *testing.T) {
 		}
 	}
 }
+
+// TestPragmas pins the durability contract: WAL with synchronous=NORMAL
+// (a committed transaction survives a process kill), foreign keys on, a
+// busy timeout, read-only readers, and checkpoints only by the checkpointer.
+func TestPragmas(t *testing.T) {
+	s := openTemp(t)
+	for _, c := range []struct {
+		name string
+		db   *sql.DB
+		want map[string]string
+	}{
+		{"writer", s.w, map[string]string{"journal_mode": "wal", "synchronous": "1", "foreign_keys": "1",
+			"busy_timeout": "5000", "query_only": "0", "wal_autocheckpoint": "0"}},
+		{"reader", s.r, map[string]string{"journal_mode": "wal", "synchronous": "1", "foreign_keys": "1",
+			"busy_timeout": "5000", "query_only": "1"}},
+	} {
+		for p, want := range c.want {
+			var got string
+			if err := c.db.QueryRow("PRAGMA " + p).Scan(&got); err != nil || got != want {
+				t.Errorf("%s: PRAGMA %s = %q (%v), want %q", c.name, p, got, err, want)
+			}
+		}
+	}
+	if _, err := s.r.Exec(`DELETE FROM keys`); err == nil {
+		t.Error("a reader connection wrote")
+	}
+}
