@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -76,11 +77,12 @@ type Writer struct {
 	log  *slog.Logger
 
 	q chan item
-	// mu makes Close wait for sends in progress: a send holds it for
-	// reading, Close takes it for writing and sets closed, so nothing is
-	// queued once the writer drains for the last time.
-	mu     sync.RWMutex
-	closed bool
+	// closed refuses new items; inflight counts sends between their check
+	// of closed and their completion, so the final drain knows when no
+	// more can arrive (see drain). Neither makes Close wait for a lock
+	// that a sender blocked on a full queue holds.
+	closed   atomic.Bool
+	inflight atomic.Int64
 
 	quit      chan struct{} // closed by Close: drain and exit
 	closeOnce sync.Once
@@ -204,9 +206,9 @@ func (w *Writer) SettleAsync(s *Settlement) {
 }
 
 func (w *Writer) send(it item) error {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed {
+	w.inflight.Add(1)
+	defer w.inflight.Add(-1)
+	if w.closed.Load() {
 		return ErrClosed
 	}
 	w.q <- it
@@ -240,9 +242,7 @@ func validSettlement(s *Settlement) error {
 // again to wait once more.
 func (w *Writer) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
-		w.mu.Lock()
-		w.closed = true
-		w.mu.Unlock()
+		w.closed.Store(true)
 		close(w.quit)
 	})
 	select {
@@ -271,23 +271,28 @@ func (w *Writer) run() {
 	}
 }
 
-// drain commits what is left after Close; nothing can be queued any more.
+// drain commits what is left after Close. A sender that saw closed false
+// may still be sending (perhaps blocked on a full queue), so drain keeps
+// taking until it has seen no send in flight: every send that will ever
+// happen completed before that observation (a later one sees closed), and
+// the take that follows it empties the queue for good.
 func (w *Writer) drain() {
 	w.buf = w.buf[:0]
 	for {
-		select {
-		case it := <-w.q:
-			w.buf = append(w.buf, it)
+		last := w.inflight.Load() == 0
+		for w.take() {
 			if len(w.buf) == w.opts.MaxBatch {
 				w.commit(w.buf)
 				w.buf = w.buf[:0]
 			}
-		default:
+		}
+		if last {
 			if len(w.buf) > 0 {
 				w.commit(w.buf)
 			}
 			return
 		}
+		runtime.Gosched() // let the senders finish
 	}
 }
 

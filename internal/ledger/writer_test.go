@@ -419,11 +419,7 @@ func TestWriterClose(t *testing.T) {
 		closed := make(chan error, 1)
 		go func() { closed <- w.Close(context.Background()) }()
 		// Close refuses new work at once, even before the flush ends.
-		waitFor(t, "closed", func() bool {
-			w.mu.RLock()
-			defer w.mu.RUnlock()
-			return w.closed
-		})
+		waitFor(t, "closed", w.closed.Load)
 		close(f.block)
 		if err := <-closed; err != nil {
 			t.Fatal(err)
@@ -447,6 +443,34 @@ func TestWriterClose(t *testing.T) {
 		mu.Unlock()
 		if err := w.Close(context.Background()); err != nil {
 			t.Errorf("second Close = %v", err)
+		}
+	})
+	t.Run("waits for a sender blocked on a full queue", func(t *testing.T) {
+		f := &fakeStore{block: make(chan struct{}), entered: make(chan struct{}, 1)}
+		w, _ := testWriter(t, f, WriterOptions{QueueSize: 1})
+		w.SettleAsync(settlement("a")) // taken, its commit hangs
+		<-f.entered
+		w.SettleAsync(settlement("b")) // fills the queue
+		sent := make(chan struct{})
+		go func() {
+			w.SettleAsync(settlement("c")) // blocks: the queue is full
+			close(sent)
+		}()
+		waitFor(t, "c blocked", func() bool { return w.inflight.Load() == 1 })
+		closed := make(chan error, 1)
+		go func() { closed <- w.Close(context.Background()) }()
+		waitFor(t, "closed", w.closed.Load)
+		close(f.block)
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		<-sent
+		var flat []string
+		for _, b := range f.committed() {
+			flat = append(flat, b...)
+		}
+		if !slices.Equal(flat, []string{"S:a", "S:b", "S:c"}) {
+			t.Errorf("committed %v, want a, b and the blocked c", flat)
 		}
 	})
 	t.Run("deadline stops the retries", func(t *testing.T) {
