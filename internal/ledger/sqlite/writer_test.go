@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -290,4 +291,40 @@ func TestKillNineKeepsSettled(t *testing.T) {
 		t.Errorf("second RecoverOpen = %d, %v; want none", len(again), err)
 	}
 	t.Logf("printed %d settled ids; %d request rows survived; %d reservations released at start-up", len(printed), rows, len(released))
+}
+
+// TestNoGoroutineLeft: closing the Writer and the Store stops every
+// goroutine they started (the writer, the checkpointer, the pools').
+func TestNoGoroutineLeft(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ledger.NewWriter(s, ledger.WriterOptions{})
+	for i := range 20 {
+		r, st := crashSettlement(fmt.Sprint("r", i), time.Now())
+		w.Reserve(r)
+		w.SettleAsync(st)
+	}
+	if _, err := s.Usage(context.Background(), ledger.UsageQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		runtime.Gosched()
+	}
 }
