@@ -16,6 +16,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/provider/anthropic"
+	"github.com/spillway-gw/spillway/internal/provider/bedrock"
 	"github.com/spillway-gw/spillway/internal/provider/gemini"
 	"github.com/spillway-gw/spillway/internal/provider/openai"
 	"github.com/spillway-gw/spillway/internal/server"
@@ -27,6 +28,7 @@ func registry() *provider.Registry {
 	r.Register(catalog.KindOpenAI, openai.New())
 	r.Register(catalog.KindAnthropic, anthropic.New())
 	r.Register(catalog.KindGemini, gemini.New())
+	r.Register(catalog.KindBedrock, bedrock.New())
 	return r
 }
 

@@ -24,6 +24,8 @@ import (
 	"github.com/spillway-gw/spillway/internal/mock"
 	"github.com/spillway-gw/spillway/internal/provider"
 	anthropicprov "github.com/spillway-gw/spillway/internal/provider/anthropic"
+	bedrockprov "github.com/spillway-gw/spillway/internal/provider/bedrock"
+	geminiprov "github.com/spillway-gw/spillway/internal/provider/gemini"
 	openaiprov "github.com/spillway-gw/spillway/internal/provider/openai"
 	"github.com/spillway-gw/spillway/internal/server"
 )
@@ -112,6 +114,11 @@ func newHarnessOpts(t testing.TB, edit func(*catalog.Config), tweak func(*server
 			ContextWindow: 200000, MaxOutputTokens: 8192,
 			Timeouts: catalog.Timeouts{FirstByte: catalog.Duration(testFirstByte), Idle: catalog.Duration(testIdle), Total: catalog.Duration(testTotal)},
 		})
+		if r.kind == catalog.KindBedrock {
+			// Bedrock signs every request: give it an API key (the mock
+			// accepts any bearer token).
+			cfg.Deployments[len(cfg.Deployments)-1].CredentialEnv = "SPILLWAY_TEST_BEDROCK_KEY"
+		}
 		pool.Deployments = append(pool.Deployments, r.id)
 	}
 	cfg.Pools = []catalog.Pool{pool}
@@ -148,7 +155,10 @@ func newHarnessOpts(t testing.TB, edit func(*catalog.Config), tweak func(*server
 	reg := provider.NewRegistry()
 	reg.Register(catalog.KindOpenAI, openaiprov.New())
 	reg.Register(catalog.KindAnthropic, anthropicprov.New())
+	reg.Register(catalog.KindGemini, geminiprov.New())
+	reg.Register(catalog.KindBedrock, bedrockprov.New())
 	opts := server.Options{Catalog: catalog.NewHolder(snap), Registry: reg, Log: log,
+		Getenv: func(string) string { return "test-credential" },
 		Health: health.NewTracker(h.clock), AdminKey: adminKey,
 		Auth: h.auth, Budget: h.budget, Ledger: h.writer, Store: store}
 	if tweak != nil {
