@@ -22,7 +22,7 @@ const mockShutdownGrace = 5 * time.Second
 func runMock(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("spillway mock", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	kind := fs.String("kind", "", "provider wire format: openai or anthropic (required)")
+	kind := fs.String("kind", "", "provider wire format: openai, anthropic, bedrock or gemini (required)")
 	listen := fs.String("listen", "127.0.0.1:9001", "address to listen on")
 	name := fs.String("name", "", `name shown in reply text ("mock <name> ..."); default: the kind`)
 	keyEnv := fs.String("api-key-env", "", "environment variable holding the API key to require; empty: accept any")
@@ -30,7 +30,7 @@ func runMock(ctx context.Context, args []string, stdout io.Writer) error {
 	seed := fs.Int64("seed", 1, "seed for probabilistic (p=) faults")
 	model := fs.String("model", "", "model id reported in answers; empty: the request's model")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: spillway mock --kind openai|anthropic [flags]")
+		fmt.Fprintln(fs.Output(), "usage: spillway mock --kind openai|anthropic|bedrock|gemini [flags]")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), "\ncontrol: PUT /_mock/fault (body: script), GET /_mock/stats, POST /_mock/reset;\nper request: header X-Mock-Fault. See internal/mock for the script items.")
 	}
