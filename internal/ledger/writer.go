@@ -163,7 +163,8 @@ func (w *Writer) Reserve(r Reservation) {
 }
 
 // Settle queues s and waits until the transaction holding it has
-// committed, returning nil, or the *WriteError that lost it. The gateway
+// committed, returning nil, or the *WriteError that lost it
+// (ErrInvalidSettlement or ErrClosed when s was not queued). The gateway
 // calls it just before a response's final byte, so a caller who got the
 // whole answer always has a durable settled row.
 //

@@ -40,6 +40,7 @@ const (
 // A constraint violation fails the whole batch with ledger.ErrRejected.
 // b is not retained.
 func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) (err error) {
+	s.rewindWAL(ctx)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("ledger/sqlite: begin: %w", err)
@@ -69,6 +70,9 @@ func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) (err error) {
 				return err
 			}
 		}
+	}
+	if s.beforeCommit != nil {
+		s.beforeCommit()
 	}
 	if err := tx.Commit(); err != nil {
 		return classify("commit", err)

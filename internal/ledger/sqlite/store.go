@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
@@ -33,8 +34,12 @@ const readers = 4
 const busyTimeout = 5 * time.Second
 
 // checkpointEvery is how many rows the writer commits between two kicks of
-// the checkpointer (~a few MB of WAL).
+// the checkpointer (~1.5 MB of WAL).
 const checkpointEvery = 4096
+
+// restartFrames is the WAL length (in pages: 16 MiB at the default 4 KiB
+// page) past which the checkpointer rewinds the WAL (see checkpointer).
+const restartFrames = 4096
 
 // Store is the SQLite ledger. It is safe for concurrent use.
 type Store struct {
@@ -50,6 +55,13 @@ type Store struct {
 	stopped   chan struct{} // nil until the checkpointer runs
 	rowsMu    sync.Mutex
 	rowsSince int
+	rewind    atomic.Bool // the WAL is long: the writer checkpoints once
+	ckMu      sync.Mutex  // one checkpoint at a time, so the writer's completes
+	// Checkpoint thresholds: checkpointEvery and restartFrames, smaller in
+	// tests.
+	ckptRows, rewindFrames int
+	// beforeCommit, when set (tests), runs inside WriteBatch's transaction.
+	beforeCommit func()
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,7 +105,8 @@ func open(ctx context.Context, path string, now func() time.Time) (_ *Store, err
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, now: now, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := &Store{w: w, now: now, kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		ckptRows: checkpointEvery, rewindFrames: restartFrames}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -131,28 +144,64 @@ func open(ctx context.Context, path string, now func() time.Time) (_ *Store, err
 }
 
 // checkpointer copies the WAL back into the database file when kicked.
-// The writer connection never checkpoints (wal_autocheckpoint=0), so the
-// fsyncs a checkpoint needs stay off the commit path; a PASSIVE checkpoint
-// never blocks the writer or the readers.
+// The writer connection never checkpoints on its own
+// (wal_autocheckpoint=0), so the fsyncs a checkpoint needs stay off the
+// commit path; a PASSIVE checkpoint never blocks the writer or readers.
+//
+// Under constant writes that is not enough: SQLite rewinds the WAL only
+// when a write transaction begins with every frame already copied back,
+// and the writer's next transaction always begins after its own latest
+// commit. So once the WAL passes rewindFrames, the checkpointer asks the
+// writer to checkpoint once itself, between two transactions (rewindWAL):
+// by then nearly every frame is copied, so that costs the tail and the
+// fsyncs, about once per rewindFrames of WAL, and the next commit starts
+// the WAL over.
 func (s *Store) checkpointer() {
-	defer close(s.stopped)
 	for {
 		select {
 		case <-s.kick:
-			// A failed checkpoint is retried at the next kick; the WAL
-			// only grows meanwhile, nothing is lost.
-			s.cp.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+			s.checkpoint()
 		case <-s.stop:
+			close(s.stopped)
 			return
 		}
 	}
+}
+
+// checkpoint is one kick's work: a PASSIVE checkpoint, and a rewind request
+// when the WAL is long. A failed checkpoint is retried at the next kick;
+// the WAL only grows meanwhile, nothing is lost.
+func (s *Store) checkpoint() {
+	if s.rewind.Load() {
+		return // leave the lock to the writer's pending rewind
+	}
+	var busy, frames, done int
+	s.ckMu.Lock()
+	err := s.cp.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
+	s.ckMu.Unlock()
+	if err == nil && frames >= s.rewindFrames {
+		s.rewind.Store(true)
+	}
+}
+
+// rewindWAL runs, on the writer connection and outside any transaction,
+// the checkpoint the checkpointer asked for; if the checkpointer is busy
+// it waits for the next batch rather than for the checkpointer. Errors are
+// ignored: the next kick asks again.
+func (s *Store) rewindWAL(ctx context.Context) {
+	if !s.rewind.Load() || !s.ckMu.TryLock() {
+		return
+	}
+	defer s.ckMu.Unlock()
+	s.rewind.Store(false)
+	s.w.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
 }
 
 // wrote counts committed rows and kicks the checkpointer now and then.
 func (s *Store) wrote(rows int) {
 	s.rowsMu.Lock()
 	s.rowsSince += rows
-	due := s.rowsSince >= checkpointEvery
+	due := s.rowsSince >= s.ckptRows
 	if due {
 		s.rowsSince = 0
 	}
