@@ -38,7 +38,8 @@ const busyTimeout = 5 * time.Second
 const checkpointEvery = 4096
 
 // restartFrames is the WAL length (in pages: 16 MiB at the default 4 KiB
-// page) past which the checkpointer rewinds the WAL (see checkpointer).
+// page) past which the checkpointer has the writer rewind the WAL (see
+// checkpointer).
 const restartFrames = 4096
 
 // Store is the SQLite ledger. It is safe for concurrent use.
