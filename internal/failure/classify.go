@@ -69,7 +69,12 @@ func classOf(a Answer) Class {
 		return Throttled
 	case a.Status == 401, a.Status == 403:
 		return ProviderAuthentication
-	case a.Status == 404, typ == "not_found_error", typ == "resourcenotfoundexception":
+	case a.Status == 404, typ == "not_found_error", typ == "resourcenotfoundexception",
+		// Bedrock answers a model id our deployment names wrongly (or one
+		// without on-demand throughput) with a 400 ValidationException: the
+		// deployment's binding, not the caller's request.
+		typ == "validationexception" && (strings.Contains(msg, "model identifier is invalid") ||
+			strings.Contains(msg, "on-demand throughput isn")):
 		return ProviderBindingInvalid
 	case typ == "overloaded_error", typ == "api_error", typ == "timeout_error",
 		typ == "internalserverexception", typ == "serviceunavailableexception",

@@ -56,6 +56,17 @@ func TestClassify(t *testing.T) {
 		{"404", Answer{Status: 404, Type: "invalid_request_error", Code: "model_not_found"}, ProviderBindingInvalid},
 		{"anthropic 404", Answer{Status: 404, Type: "not_found_error"}, ProviderBindingInvalid},
 		{"bedrock resource not found", Answer{Status: 404, Type: "ResourceNotFoundException"}, ProviderBindingInvalid},
+		{"bedrock invalid model id is the deployment's", Answer{Status: 400, Type: "ValidationException", Message: "The provided model identifier is invalid."}, ProviderBindingInvalid},
+		{"bedrock no on-demand throughput", Answer{Status: 400, Type: "ValidationException", Message: "Invocation of model ID x with on-demand throughput isn't supported."}, ProviderBindingInvalid},
+		{"bedrock service quota 400 is throttling", Answer{Status: 400, Type: "ServiceQuotaExceededException"}, Throttled},
+		{"bedrock unrecognized client", Answer{Status: 403, Type: "UnrecognizedClientException"}, ProviderAuthentication},
+		{"bedrock invalid signature", Answer{Status: 403, Type: "InvalidSignatureException"}, ProviderAuthentication},
+		{"bedrock expired token", Answer{Status: 403, Type: "ExpiredTokenException"}, ProviderAuthentication},
+		{"bedrock internal server", Answer{Status: 500, Type: "InternalServerException"}, ProviderUnavailable},
+		{"bedrock service unavailable", Answer{Status: 503, Type: "ServiceUnavailableException"}, ProviderUnavailable},
+		{"bedrock in-stream throttling", Answer{Status: 429, Type: "throttlingException"}, Throttled},
+		{"bedrock in-stream model stream error", Answer{Status: 424, Type: "modelStreamErrorException"}, ProviderUnavailable},
+		{"bedrock in-stream validation", Answer{Status: 400, Type: "validationException"}, InvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
