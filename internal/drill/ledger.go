@@ -1,0 +1,426 @@
+package drill
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // the ledger's SQLite driver, registered as "sqlite"
+)
+
+// Outcome is how a request ended for its caller, as the ledger check needs
+// it.
+type Outcome uint8
+
+const (
+	// Unknown: the caller got no whole answer (it may or may not have been
+	// settled, as cancelled or otherwise).
+	Unknown Outcome = iota
+	// Served: a complete answer; settled once, "ok".
+	Served
+	// Cut: a stream that ended with the typed error; settled once,
+	// "interrupted", at the delivered tokens.
+	Cut
+	// Failed: an error status from the gateway after routing; settled at
+	// most once, "failed", at zero.
+	Failed
+	// Refused: the caller's own error (400), refused before anything was
+	// reserved; never settled.
+	Refused
+)
+
+// Expect is what the caller saw of one request.
+type Expect struct {
+	RequestID string
+	Outcome   Outcome
+	// Deployment is x-spillway-deployment ("" when none).
+	Deployment string
+	// Attempts is x-spillway-attempts; -1 when absent.
+	Attempts int
+	// Trail is x-spillway-trail ("dep=outcome, ...").
+	Trail string
+	// Usage is the usage of a Served answer.
+	Usage Usage
+	// Delivered is the typed error's delivered_tokens of a Cut stream.
+	Delivered int
+	// Cost is the cost header (or stream trailer), when HasCost.
+	Cost    int64
+	HasCost bool
+}
+
+// LedgerReport is what the ledger check found.
+type LedgerReport struct {
+	Requests         int `json:"request_rows"`
+	Attempts         int `json:"attempt_rows"`
+	OpenReservations int `json:"open_reservations"`
+	// Released reservations were released by crash recovery: none are
+	// expected in a drill, which starts on a fresh ledger.
+	Released int `json:"released_reservations"`
+	// AboveReservation counts settlements that cost more than the worst
+	// case reserved for them (informational).
+	AboveReservation int `json:"settled_above_reservation"`
+	// Spend and AttemptsBy are per deployment: settled cost, attempt rows,
+	// and attempt rows that failed.
+	Spend      map[string]int64 `json:"spend_micro_usd"`
+	AttemptsBy map[string]int   `json:"attempts_by_deployment"`
+	FailedBy   map[string]int   `json:"failed_hops_by_deployment"`
+	// Hops counts failed attempts (interrupted serving ones included) by
+	// "class/provider status", e.g. "throttled/429",
+	// "provider_unavailable/0" (a timeout or a cut connection): what the
+	// faults actually did.
+	Hops map[string]int `json:"failed_attempts"`
+	// Invariants are the ledger-side checks.
+	Invariants []Invariant `json:"invariants"`
+}
+
+// ledgerRow is one requests row.
+type ledgerRow struct {
+	id, publicModel, exactModel, deployment, status, failureClass, costStatus string
+	depth, attempts, input, output, cached                                    int
+	cost, reserved                                                            int64
+	dup                                                                       int // further rows with the same id
+}
+
+// attemptRow is one attempts row.
+type attemptRow struct {
+	seq        int
+	deployment string
+	class      string
+	httpStatus int
+	output     int
+	cost       int64
+}
+
+// CheckLedger reads the ledger at path (read only) and checks it against
+// what the callers saw: every request settled at most once and every
+// answered one exactly once; every settled cost equal to the serving
+// deployment's price of the row's tokens, and those tokens what the caller
+// was told; every failed hop and every request that failed everywhere at
+// zero; no reservation open. Prices come from the rungs' deployments.
+func CheckLedger(ctx context.Context, path, model string, rungs []Rung, exp []Expect) (*LedgerReport, error) {
+	c := newChecks(ledgerInvariants()...)
+	rep, err := checkLedger(ctx, path, model, rungs, exp, c)
+	if err != nil {
+		return nil, err
+	}
+	rep.Invariants = c.list()
+	return rep, nil
+}
+
+func openReadOnly(path string) (*sql.DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "query_only(1)")
+	q.Add("_pragma", "busy_timeout(5000)")
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
+	return sql.Open("sqlite", u.String())
+}
+
+func checkLedger(ctx context.Context, path, model string, rungs []Rung, exp []Expect, c *checks) (*LedgerReport, error) {
+	db, err := openReadOnly(path)
+	if err != nil {
+		return nil, fmt.Errorf("drill: opening the ledger: %w", err)
+	}
+	defer db.Close()
+	rows, err := readRequests(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	atts, nAtt, err := readAttempts(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	rep := &LedgerReport{Requests: len(rows), Attempts: nAtt,
+		Spend: map[string]int64{}, AttemptsBy: map[string]int{}, FailedBy: map[string]int{}, Hops: map[string]int{}}
+	for _, r := range rows {
+		rep.Requests += r.dup
+	}
+	if err := db.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(settled_at IS NULL AND released_at IS NULL), 0),
+		COALESCE(SUM(released_at IS NOT NULL), 0) FROM reservations`).Scan(&rep.OpenReservations, &rep.Released); err != nil {
+		return nil, fmt.Errorf("drill: reading reservations: %w", err)
+	}
+	if rep.OpenReservations > 0 {
+		open, err := openReservations(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		c.failN(invReservations, rep.OpenReservations, "%d reservations left open, e.g. %s", rep.OpenReservations, strings.Join(open, ", "))
+	}
+	if rep.Released > 0 {
+		c.fail(invReservations, "%d reservations released by crash recovery during a drill", rep.Released)
+	}
+
+	depth := map[string]int{}
+	for i, r := range rungs {
+		depth[r.Deployment.ID] = i
+	}
+	// The rows on their own: prices, zero-cost failures, attempt rows.
+	for id, r := range rows {
+		if r.dup > 0 {
+			c.fail(invSettledOnce, "%s settled %d times", id, r.dup+1)
+		}
+		if r.cost > r.reserved {
+			rep.AboveReservation++
+		}
+		as := atts[id]
+		for i := range as {
+			a := &as[i]
+			rep.AttemptsBy[a.deployment]++
+			// The serving attempt of an interrupted stream carries a class
+			// too, but it served: it is not a failed hop.
+			if serving := r.deployment != "" && i == len(as)-1; a.class != "" && !serving {
+				rep.FailedBy[a.deployment]++
+			}
+			if a.class != "" {
+				rep.Hops[a.class+"/"+strconv.Itoa(a.httpStatus)]++
+			}
+		}
+		checkRow(c, model, rungs, depth, id, r, as)
+		rep.Spend[r.deployment] += r.cost
+	}
+	for id := range atts {
+		if _, ok := rows[id]; !ok {
+			c.fail(invSettledOnce, "attempt rows of %s without its request row", id)
+		}
+	}
+	// The rows against what the callers saw.
+	seen := map[string]bool{}
+	unknown := 0
+	for i := range exp {
+		e := &exp[i]
+		if e.RequestID == "" {
+			unknown++
+			continue
+		}
+		if seen[e.RequestID] {
+			c.fail(invSettledOnce, "two caller requests were answered with request id %s", e.RequestID)
+			continue
+		}
+		seen[e.RequestID] = true
+		r, ok := rows[e.RequestID]
+		switch {
+		case !ok && (e.Outcome == Served || e.Outcome == Cut):
+			c.fail(invSettledOnce, "%s was answered but has no settled row", e.RequestID)
+			continue
+		case ok && e.Outcome == Refused:
+			c.fail(invSettledOnce, "%s was refused as the caller's error but settled", e.RequestID)
+			continue
+		case !ok:
+			continue
+		}
+		checkAgainstCaller(c, e, r, atts[e.RequestID])
+	}
+	if extra := len(rows) - countSeen(rows, seen); extra > unknown {
+		c.fail(invSettledOnce, "%d settled rows belong to no request a caller saw (only %d requests went unanswered)", extra, unknown)
+	}
+	return rep, nil
+}
+
+func countSeen(rows map[string]*ledgerRow, seen map[string]bool) int {
+	n := 0
+	for id := range rows {
+		if seen[id] {
+			n++
+		}
+	}
+	return n
+}
+
+// checkRow checks one settled row on its own.
+func checkRow(c *checks, model string, rungs []Rung, depth map[string]int, id string, r *ledgerRow, as []attemptRow) {
+	if r.publicModel != model {
+		c.fail(invNoModelChange, "%s asked for %q in the ledger, the drill asked %q", id, r.publicModel, model)
+	}
+	if len(as) != r.attempts {
+		c.fail(invLedgerMatches, "%s: %d attempt rows, the request row says %d", id, len(as), r.attempts)
+	}
+	for i := range as {
+		if as[i].seq != i {
+			c.fail(invLedgerMatches, "%s: attempt seq %d at position %d", id, as[i].seq, i)
+			break
+		}
+	}
+	if r.deployment == "" {
+		// Failed everywhere: nothing served, nothing owed.
+		if r.cost != 0 {
+			c.fail(invFailedHops, "%s failed everywhere but cost %d µ$", id, r.cost)
+		}
+		for _, a := range as {
+			if a.cost != 0 {
+				c.fail(invFailedHops, "%s: failed hop %d on %s cost %d µ$", id, a.seq, a.deployment, a.cost)
+			}
+		}
+		if r.status == "ok" || r.status == "interrupted" {
+			c.fail(invLedgerMatches, "%s is %q with no serving deployment", id, r.status)
+		}
+		return
+	}
+	if r.exactModel != model {
+		c.fail(invNoModelChange, "%s served exact model %q, asked %q", id, r.exactModel, model)
+	}
+	d, at := depth[r.deployment]
+	if !at {
+		c.fail(invNoModelChange, "%s served by %q, not a deployment of the pool", id, r.deployment)
+		return
+	}
+	if r.depth != d {
+		c.fail(invLedgerMatches, "%s: route depth %d for %s, at %d in the pool", id, r.depth, r.deployment, d)
+	}
+	dep := rungs[d].Deployment
+	want := int64(0)
+	if r.output > 0 { // an empty answer costs nothing
+		want = dep.CostMicroUSD(r.input, r.cached, 0, r.output)
+	}
+	if r.cost != want {
+		c.fail(invCost, "%s cost %d µ$, but %d input (%d cached) + %d output tokens at %s's price is %d µ$",
+			id, r.cost, r.input, r.cached, r.output, r.deployment, want)
+	}
+	if r.costStatus != "priced" {
+		c.fail(invCost, "%s served by a priced deployment has cost status %q", id, r.costStatus)
+	}
+	// Every hop but the serving one (the last) is free; the serving one
+	// carries the whole cost.
+	for i, a := range as {
+		last := i == len(as)-1
+		switch {
+		case !last && a.class == "":
+			c.fail(invLedgerMatches, "%s: hop %d on %s did not serve but has no failure class", id, a.seq, a.deployment)
+		case !last && a.cost != 0:
+			c.fail(invFailedHops, "%s: failed hop %d on %s (%s) cost %d µ$", id, a.seq, a.deployment, a.class, a.cost)
+		case last && a.deployment != r.deployment:
+			c.fail(invLedgerMatches, "%s: last attempt on %s, served by %s", id, a.deployment, r.deployment)
+		case last && a.cost != r.cost:
+			c.fail(invCost, "%s: serving attempt cost %d µ$, the request %d µ$", id, a.cost, r.cost)
+		}
+	}
+}
+
+// checkAgainstCaller checks one settled row against what its caller saw.
+func checkAgainstCaller(c *checks, e *Expect, r *ledgerRow, as []attemptRow) {
+	id := e.RequestID
+	wantStatus := ""
+	switch e.Outcome {
+	case Served:
+		wantStatus = "ok"
+		if r.output != e.Usage.Output || r.input != e.Usage.Input || r.cached != e.Usage.Cached {
+			c.fail(invCost, "%s: ledger tokens in/cached/out %d/%d/%d, the caller was told %d/%d/%d",
+				id, r.input, r.cached, r.output, e.Usage.Input, e.Usage.Cached, e.Usage.Output)
+		}
+	case Cut:
+		wantStatus = "interrupted"
+		if r.output != e.Delivered {
+			c.fail(invCost, "%s: ledger bills %d output tokens, the caller was delivered %d", id, r.output, e.Delivered)
+		}
+	case Failed:
+		wantStatus = "failed"
+	}
+	if wantStatus != "" && r.status != wantStatus {
+		c.fail(invLedgerMatches, "%s: ledger status %q, the caller saw %q", id, r.status, wantStatus)
+	}
+	if (e.Outcome == Served || e.Outcome == Cut) && r.deployment != e.Deployment {
+		c.fail(invLedgerMatches, "%s: served by %q in the ledger, %q in the header", id, r.deployment, e.Deployment)
+	}
+	if e.Outcome == Failed && r.deployment != "" {
+		c.fail(invLedgerMatches, "%s failed for its caller but the ledger says %s served", id, r.deployment)
+	}
+	if e.HasCost && e.Cost != r.cost {
+		c.fail(invLedgerMatches, "%s: the caller was told it cost %d µ$, the ledger says %d µ$", id, e.Cost, r.cost)
+	}
+	if e.Attempts >= 0 && e.Attempts != r.attempts {
+		c.fail(invLedgerMatches, "%s: %d attempts in the header, %d in the ledger", id, e.Attempts, r.attempts)
+	}
+	if e.Trail != "" {
+		hops := strings.Split(e.Trail, ", ")
+		if len(hops) != len(as) {
+			c.fail(invLedgerMatches, "%s: trail %q has %d hops, the ledger %d attempts", id, e.Trail, len(hops), len(as))
+			return
+		}
+		for i, h := range hops {
+			dep, class, _ := strings.Cut(h, "=")
+			// The last hop of an answer reads "ok" in the trail (it is
+			// written at commit); the ledger knows whether it broke later.
+			last := i == len(hops)-1 && e.Outcome != Failed
+			if dep != as[i].deployment || (!last && class != as[i].class) {
+				c.fail(invLedgerMatches, "%s: trail hop %d is %q, the ledger's %s=%s", id, i, h, as[i].deployment, as[i].class)
+				return
+			}
+		}
+	}
+}
+
+func readRequests(ctx context.Context, db *sql.DB) (map[string]*ledgerRow, error) {
+	q, err := db.QueryContext(ctx, `SELECT request_id, public_model, exact_model, deployment, route_depth, attempts,
+		status, failure_class, input_tokens, output_tokens, cached_tokens, cost_micro_usd, cost_status, reserved_micro_usd
+		FROM requests`)
+	if err != nil {
+		return nil, fmt.Errorf("drill: reading requests: %w", err)
+	}
+	defer q.Close()
+	rows := map[string]*ledgerRow{}
+	for q.Next() {
+		r := &ledgerRow{}
+		if err := q.Scan(&r.id, &r.publicModel, &r.exactModel, &r.deployment, &r.depth, &r.attempts,
+			&r.status, &r.failureClass, &r.input, &r.output, &r.cached, &r.cost, &r.costStatus, &r.reserved); err != nil {
+			return nil, fmt.Errorf("drill: reading requests: %w", err)
+		}
+		if prev, ok := rows[r.id]; ok {
+			prev.dup++
+			continue
+		}
+		rows[r.id] = r
+	}
+	if err := q.Err(); err != nil {
+		return nil, fmt.Errorf("drill: reading requests: %w", err)
+	}
+	return rows, nil
+}
+
+func readAttempts(ctx context.Context, db *sql.DB) (map[string][]attemptRow, int, error) {
+	q, err := db.QueryContext(ctx, `SELECT request_id, seq, deployment, failure_class, http_status, output_tokens, cost_micro_usd
+		FROM attempts ORDER BY request_id, seq`)
+	if err != nil {
+		return nil, 0, fmt.Errorf("drill: reading attempts: %w", err)
+	}
+	defer q.Close()
+	out := map[string][]attemptRow{}
+	n := 0
+	for q.Next() {
+		var id string
+		var a attemptRow
+		if err := q.Scan(&id, &a.seq, &a.deployment, &a.class, &a.httpStatus, &a.output, &a.cost); err != nil {
+			return nil, 0, fmt.Errorf("drill: reading attempts: %w", err)
+		}
+		out[id] = append(out[id], a)
+		n++
+	}
+	if err := q.Err(); err != nil {
+		return nil, 0, fmt.Errorf("drill: reading attempts: %w", err)
+	}
+	return out, n, nil
+}
+
+func openReservations(ctx context.Context, db *sql.DB) ([]string, error) {
+	q, err := db.QueryContext(ctx, `SELECT request_id FROM reservations WHERE settled_at IS NULL AND released_at IS NULL LIMIT 5`)
+	if err != nil {
+		return nil, fmt.Errorf("drill: reading reservations: %w", err)
+	}
+	defer q.Close()
+	var ids []string
+	for q.Next() {
+		var id string
+		if err := q.Scan(&id); err != nil {
+			return nil, fmt.Errorf("drill: reading reservations: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, q.Err()
+}
