@@ -1,0 +1,1088 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
+	"github.com/spillway-gw/spillway/internal/loadgen"
+	"github.com/spillway-gw/spillway/internal/server"
+)
+
+const benchUsage = `usage: spillway bench [flags]
+
+Measures what one hop costs. It runs this binary three times on loopback: a
+mock OpenAI provider ("direct"), a bare net/http/httputil.ReverseProxy in
+front of it ("bare": pooled 32 KiB copy buffers, full duplex, flush per
+write: the least any proxy pays), and spillway in front of it ("spillway":
+virtual-key auth, routing, budgets at org/team/key/model scope with RPM and
+TPM limits, classification and the SQLite ledger all on). It then loads
+each path with plain requests, 20-event streams, and streams translated
+between dialects, at each concurrency: a warm-up, then a measured window.
+
+How to read it:
+  rps          complete answers per second in the window
+  ok, cut      complete answers; answers that ended before their terminator
+               (a stream cut mid-way: golang/go#40747 without full duplex)
+  errors       other failures (status, reset, refused, timeout); the JSON
+               has them by kind. Any cut or error makes a cell suspect.
+  p50 p90 p99  latency in ms, sending to last byte
+  ttfb50/99    streams: ms to the first body byte
+  cpu us/req   CPU time (user+system, /proc/<pid>/stat) per counted answer
+               over the window: proxy = the bare proxy or spillway, then
+               the mock and the load generator for reference. On a shared
+               2-core machine this is the steadiest figure: throughput is
+               bounded by the cores all three processes share.
+  rss MiB      the proxy's (or mock's) resident memory at the window's end
+  translated   the caller speaks Anthropic Messages to spillway, which
+               translates to and from the OpenAI mock. direct and bare do
+               not translate: their translated row is their stream row.
+  ratios       spillway/bare CPU per request (targets: plain <= 1.2,
+               stream <= 1.3, translated <= 1.8) and throughput (plain
+               >= 0.9); spillway's and bare's time-to-first-byte overhead
+               over direct at p50 and p99, ms (target: spillway p99 < 1).
+  --slow-streams N   instead of the table: N streams held open through
+               bare and spillway while the mock sends one event a second;
+               resident memory in flight minus idle, per stream (target
+               <= 64 KiB at 1000).
+Compare figures within one run, not across runs: other work on the machine
+moves absolute numbers, much less the ratios. Pin processes (--pin) to
+separate them; unpinned, they share every core.
+
+flags:
+`
+
+// Defaults of the matrix.
+const (
+	benchModel       = "bench-model"
+	benchStartBound  = 30 * time.Second // a child must listen within this
+	benchStopGrace   = 5 * time.Second  // SIGTERM, then SIGKILL
+	benchReqTimeout  = time.Minute
+	benchSlowSample  = 250 * time.Millisecond
+	benchSlowMaxHold = 5 * time.Second
+	benchSlowTokens  = 200 // a slow stream outlives any hold
+)
+
+// The paths and modes, in the order they are measured and printed.
+func benchPaths() []string { return []string{"direct", "bare", "spillway"} }
+func benchModes() []string { return []string{"plain", "stream", "translated"} }
+
+// benchCPUTarget is the issue's bound on spillway/bare CPU per request.
+func benchCPUTarget(mode string) float64 {
+	switch mode {
+	case "plain":
+		return 1.2
+	case "stream":
+		return 1.3
+	}
+	return 1.8
+}
+
+// benchConfig is the parsed command line.
+type benchConfig struct {
+	duration, warmup time.Duration
+	concurrency      []int
+	rate             float64
+	paths, modes     []string
+	pin              map[string][]int
+	slow             int
+	events           int
+	jsonPath         string
+	exe              string
+}
+
+// runBench runs `spillway bench`, or with args[0] == "bench-proxy" the
+// baseline proxy bench starts as a child. args[0] is the command name.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "bench-proxy" {
+		return runBenchProxy(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "bench" {
+		args = args[1:]
+	}
+	cfg, err := parseBenchFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b := &bencher{cfg: cfg, stdout: stdout, stderr: stderr}
+	defer b.stopAll()
+	return b.run(ctx)
+}
+
+func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
+	fs := flag.NewFlagSet("spillway bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &benchConfig{}
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured window per cell (with --slow-streams: how long the streams are held, at most 5s)")
+	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "warm-up before each window, not counted")
+	conc := fs.String("concurrency", "32,128", "concurrent clients, comma-separated (with --rate: the most requests in flight)")
+	fs.Float64Var(&c.rate, "rate", 0, "requests per second per cell (open loop); 0: closed loop")
+	paths := fs.String("paths", strings.Join(benchPaths(), ","), "paths to measure: direct, bare, spillway")
+	modes := fs.String("modes", strings.Join(benchModes(), ","), "request kinds: plain, stream, translated")
+	pin := fs.String("pin", "", "pin processes to CPUs, e.g. mock=0,proxy=1,load=0 (ranges as 0-1); proxy covers bare and spillway")
+	fs.IntVar(&c.slow, "slow-streams", 0, "RSS mode: hold this many slow streams open through bare and spillway (instead of the table)")
+	fs.IntVar(&c.events, "events", 20, "content events per streamed answer (the mock's tokens)")
+	fs.StringVar(&c.jsonPath, "json", "", "also write every figure to this JSON file")
+	fs.StringVar(&c.exe, "exe", "", "binary to run as mock, proxy and gateway (default: this one)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), benchUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if c.concurrency, err = parseIntList(*conc); err != nil {
+		return nil, fmt.Errorf("--concurrency: %w", err)
+	}
+	if c.paths, err = parseChoices(*paths, benchPaths()); err != nil {
+		return nil, fmt.Errorf("--paths: %w", err)
+	}
+	if c.modes, err = parseChoices(*modes, benchModes()); err != nil {
+		return nil, fmt.Errorf("--modes: %w", err)
+	}
+	if c.pin, err = parsePin(*pin); err != nil {
+		return nil, fmt.Errorf("--pin: %w", err)
+	}
+	switch {
+	case c.duration <= 0 || c.warmup < 0:
+		return nil, errors.New("--duration must be positive and --warmup not negative")
+	case c.rate < 0 || math.IsNaN(c.rate) || math.IsInf(c.rate, 0):
+		return nil, errors.New("--rate must be a positive number (or 0 for a closed loop)")
+	case c.slow < 0 || c.slow > 100_000:
+		return nil, errors.New("--slow-streams must be from 0 to 100000")
+	case c.events < 1 || c.events > 10_000:
+		return nil, errors.New("--events must be from 1 to 10000")
+	}
+	if c.exe == "" {
+		if c.exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding this binary: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// parseIntList parses "32,128": positive numbers, at most 100000 each.
+func parseIntList(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 100_000 {
+			return nil, fmt.Errorf("%q is not a number from 1 to 100000", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseChoices parses a comma-separated subset of allowed, returned in
+// allowed's order without repeats.
+func parseChoices(s string, allowed []string) ([]string, error) {
+	want := map[string]bool{}
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(allowed, f) {
+			return nil, fmt.Errorf("%q is not one of %s", f, strings.Join(allowed, ", "))
+		}
+		want[f] = true
+	}
+	var out []string
+	for _, a := range allowed {
+		if want[a] {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// parsePin parses "mock=0,proxy=1,load=0" (CPU ranges as "0-1"); "" pins
+// nothing.
+func parsePin(s string) (map[string][]int, error) {
+	out := map[string][]int{}
+	if s == "" {
+		return out, nil
+	}
+	for f := range strings.SplitSeq(s, ",") {
+		role, cpus, ok := strings.Cut(f, "=")
+		role = strings.TrimSpace(role)
+		if !ok || (role != "mock" && role != "proxy" && role != "load") {
+			return nil, fmt.Errorf("%q is not mock=CPUS, proxy=CPUS or load=CPUS", f)
+		}
+		if _, dup := out[role]; dup {
+			return nil, fmt.Errorf("%s pinned twice", role)
+		}
+		list, err := loadgen.ParseCPUList(strings.TrimSpace(cpus))
+		if err != nil {
+			return nil, err
+		}
+		out[role] = list
+	}
+	return out, nil
+}
+
+// bencher is one bench run: its children and what it measured.
+type bencher struct {
+	cfg            *benchConfig
+	stdout, stderr io.Writer
+	hz             int64
+	dir            string
+	children       []*child
+	mock, bare, gw *child
+	key            string
+}
+
+// benchReport is everything a run measured, as --json writes it.
+type benchReport struct {
+	Started           time.Time        `json:"started"`
+	GoVersion         string           `json:"go_version"`
+	NumCPU            int              `json:"num_cpu"`
+	ClockTicks        int64            `json:"clock_ticks_per_s"`
+	ClockTicksAssumed bool             `json:"clock_ticks_assumed,omitempty"`
+	Duration          float64          `json:"duration_s"`
+	Warmup            float64          `json:"warmup_s"`
+	Rate              float64          `json:"rate,omitempty"`
+	Events            int              `json:"events"`
+	Pin               map[string][]int `json:"pin,omitempty"`
+	Cells             []*benchCell     `json:"cells,omitempty"`
+	Ratios            []*benchRatio    `json:"ratios,omitempty"`
+	Slow              []*slowResult    `json:"slow_streams,omitempty"`
+}
+
+// benchCell is one path × mode × concurrency measurement.
+type benchCell struct {
+	Path        string `json:"path"`
+	Mode        string `json:"mode"`
+	Concurrency int    `json:"concurrency"`
+	// SameAs names the mode whose measurement this is ("stream" for a
+	// translated cell of a path that does not translate).
+	SameAs string          `json:"same_as,omitempty"`
+	Load   *loadgen.Result `json:"load"`
+	// CPU µs per counted answer over the window. Proxy is the bare proxy
+	// or spillway; none on the direct path.
+	ProxyCPU float64 `json:"proxy_cpu_us_per_req,omitempty"`
+	MockCPU  float64 `json:"mock_cpu_us_per_req"`
+	LoadCPU  float64 `json:"load_cpu_us_per_req"`
+	// Resident memory at the window's end, KiB.
+	ProxyRSS int64 `json:"proxy_rss_kib,omitempty"`
+	MockRSS  int64 `json:"mock_rss_kib"`
+}
+
+// benchRatio compares spillway with bare and direct for one mode and
+// concurrency.
+type benchRatio struct {
+	Mode        string  `json:"mode"`
+	Concurrency int     `json:"concurrency"`
+	CPU         float64 `json:"cpu_spillway_over_bare,omitempty"`
+	CPUTarget   float64 `json:"cpu_target"`
+	RPS         float64 `json:"rps_spillway_over_bare,omitempty"`
+	RPSDirect   float64 `json:"rps_spillway_over_direct,omitempty"`
+	// Time-to-first-byte overhead over direct, ms, streams only.
+	TTFBP50     *float64 `json:"ttfb_overhead_p50_ms,omitempty"`
+	TTFBP99     *float64 `json:"ttfb_overhead_p99_ms,omitempty"`
+	BareTTFBP50 *float64 `json:"bare_ttfb_overhead_p50_ms,omitempty"`
+	BareTTFBP99 *float64 `json:"bare_ttfb_overhead_p99_ms,omitempty"`
+}
+
+// slowResult is the RSS mode's finding for one proxy.
+type slowResult struct {
+	Path         string              `json:"path"`
+	Streams      int                 `json:"streams"`
+	Open         int                 `json:"open"`
+	IdleRSS      int64               `json:"idle_rss_kib"`
+	HeldRSS      int64               `json:"held_rss_kib"`
+	PerStreamKiB float64             `json:"per_stream_kib"`
+	Hold         *loadgen.HoldResult `json:"hold"`
+}
+
+func (b *bencher) run(ctx context.Context) error {
+	var known bool
+	b.hz, known = loadgen.ClockTicks()
+	rep := &benchReport{
+		Started: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(),
+		ClockTicks: b.hz, ClockTicksAssumed: !known, Duration: b.cfg.duration.Seconds(),
+		Warmup: b.cfg.warmup.Seconds(), Rate: b.cfg.rate, Events: b.cfg.events,
+	}
+	if len(b.cfg.pin) > 0 {
+		rep.Pin = b.cfg.pin
+	}
+	if cpus := b.cfg.pin["load"]; cpus != nil {
+		if err := loadgen.PinSelf(cpus); err != nil {
+			return err
+		}
+	}
+	var err error
+	if b.dir, err = os.MkdirTemp("", "spillway-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.dir)
+	if err := b.startAll(ctx); err != nil {
+		return err
+	}
+	b.header(rep, known)
+	if b.cfg.slow > 0 {
+		if rep.Slow, err = b.slowStreams(ctx); err != nil {
+			return err
+		}
+		b.printSlow(rep.Slow)
+	} else {
+		if rep.Cells, err = b.matrix(ctx); err != nil {
+			return err
+		}
+		rep.Ratios = ratios(rep.Cells, b.cfg)
+		if err := b.printCells(rep.Cells); err != nil {
+			return err
+		}
+		if err := printRatios(b.stdout, rep.Ratios); err != nil {
+			return err
+		}
+	}
+	if b.cfg.jsonPath != "" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(b.cfg.jsonPath, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bencher) header(rep *benchReport, known bool) {
+	hz := fmt.Sprintf("USER_HZ %d", b.hz)
+	if !known {
+		hz += " (assumed: the kernel's value could not be read)"
+	}
+	loop := "closed loop"
+	if b.cfg.rate > 0 {
+		loop = fmt.Sprintf("open loop at %g req/s", b.cfg.rate)
+	}
+	fmt.Fprintf(b.stdout, "spillway bench: %s, %d CPUs, %s; %s per cell after a %s warm-up, %s\n",
+		rep.GoVersion, rep.NumCPU, hz, b.cfg.duration, b.cfg.warmup, loop)
+	for _, c := range b.children {
+		pin := ""
+		if cpus := b.cfg.pin[c.role]; cpus != nil {
+			pin = fmt.Sprintf(", CPUs %v", cpus)
+		}
+		fmt.Fprintf(b.stdout, "  %-8s pid %d %s%s\n", c.name, c.cmd.Process.Pid, c.url, pin)
+	}
+	fmt.Fprintln(b.stdout)
+}
+
+// startAll starts the mock, the bare proxy and spillway, and checks each
+// path answers once.
+func (b *bencher) startAll(ctx context.Context) error {
+	var err error
+	if b.mock, err = b.start(ctx, "mock", "mock", "mock", "--kind", "openai", "--name", "bench",
+		"--listen", "127.0.0.1:0", "--fault", fmt.Sprintf("tokens=%d", b.cfg.events)); err != nil {
+		return err
+	}
+	if b.wants("bare") {
+		if b.bare, err = b.start(ctx, "proxy", "bare", "bench-proxy", "--target", b.mock.url, "--listen", "127.0.0.1:0"); err != nil {
+			return err
+		}
+	}
+	if b.wants("spillway") {
+		cfg, err := b.gatewayConfig(ctx)
+		if err != nil {
+			return err
+		}
+		if b.gw, err = b.start(ctx, "proxy", "spillway", "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--reload-every", "0"); err != nil {
+			return err
+		}
+	}
+	// One answer per path before any load: a broken path fails in
+	// seconds, with its process's own words.
+	for _, p := range b.cfg.paths {
+		for _, m := range b.cfg.modes {
+			res, err := loadgen.Run(ctx, loadgen.Options{Target: b.target(p, m), Requests: 1, Client: loadgen.NewClient(1, 10*time.Second)})
+			if err != nil {
+				return err
+			}
+			if res.OK != 1 {
+				return fmt.Errorf("%s %s: the first request failed (cut %d, errors %v)\n%s", p, m, res.Cut, res.Errors, b.tails())
+			}
+		}
+	}
+	return nil
+}
+
+func (b *bencher) wants(path string) bool { return slices.Contains(b.cfg.paths, path) }
+
+// gatewayConfig writes the gateway's config and prepares its ledger: a
+// key with a budget, a daily cap and RPM/TPM limits, and budgets at org,
+// team and model scope, all far above what a run spends, so every gate is
+// checked and none refuses.
+func (b *bencher) gatewayConfig(ctx context.Context) (string, error) {
+	db := filepath.Join(b.dir, "ledger.db")
+	yaml := fmt.Sprintf(`server: {shutdown_grace: 2s}
+ledger: {path: %s}
+deployments:
+  - {id: mock, provider: openai, base_url: %s, model: %s, price: {input_per_mtok: 3, output_per_mtok: 15}, context_window: 128000, max_output_tokens: 4096}
+pools: [{id: bench, model: %s, deployments: [mock]}]
+routes: [{model: %s, pool: bench}]
+`, db, b.mock.url, benchModel, benchModel, benchModel)
+	path := filepath.Join(b.dir, "spillway.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		return "", err
+	}
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	usd := 1e6
+	lim := server.Limits{CreditUSD: &usd, DailyCapUSD: &usd, RPM: 1 << 30, TPM: 1 << 40}
+	kc, err := server.CreateKey(ctx, st, &server.KeyRequest{Org: "bench", Team: "bench", Limits: lim}, time.Now())
+	if err != nil {
+		return "", fmt.Errorf("creating the bench key: %w", err)
+	}
+	b.key = kc.Key
+	for _, s := range []struct{ scope, id string }{{ledger.ScopeOrg, "bench"}, {ledger.ScopeTeam, "bench"}, {ledger.ScopeModel, benchModel}} {
+		bud, err := lim.Budget(s.scope, s.id, time.Now())
+		if err != nil {
+			return "", err
+		}
+		if err := st.SetBudget(ctx, bud); err != nil {
+			return "", fmt.Errorf("setting the %s budget: %w", s.scope, err)
+		}
+	}
+	return path, nil
+}
+
+// target is the request of one path and mode.
+func (b *bencher) target(path, mode string) loadgen.Target {
+	const msgs = `"messages":[{"role":"user","content":"Write twenty words about rivers."}]`
+	t := loadgen.Target{Name: path + " " + mode, Header: http.Header{"Content-Type": {"application/json"}}}
+	base := b.mock.url
+	switch path {
+	case "bare":
+		base = b.bare.url
+	case "spillway":
+		base = b.gw.url
+	}
+	switch {
+	case mode == "plain":
+		t.URL = base + "/v1/chat/completions"
+		t.Body = []byte(`{"model":"` + benchModel + `","max_tokens":256,` + msgs + `}`)
+		t.Terminator = []byte("}")
+	case mode == "translated" && path == "spillway":
+		t.URL = base + "/v1/messages"
+		t.Body = []byte(`{"model":"` + benchModel + `","max_tokens":256,"stream":true,` + msgs + `}`)
+		t.Header.Set("Anthropic-Version", "2023-06-01")
+		t.Stream, t.Terminator = true, []byte(`data: {"type":"message_stop"}`)
+	default: // stream, and translated where nothing translates
+		t.URL = base + "/v1/chat/completions"
+		t.Body = []byte(`{"model":"` + benchModel + `","max_tokens":256,"stream":true,"stream_options":{"include_usage":true},` + msgs + `}`)
+		t.Stream, t.Terminator = true, []byte("data: [DONE]")
+	}
+	if path == "spillway" {
+		t.Header.Set("Authorization", "Bearer "+b.key)
+	}
+	return t
+}
+
+// matrix measures every cell: modes outermost, paths innermost, so drift
+// on the machine touches the paths being compared alike.
+func (b *bencher) matrix(ctx context.Context) ([]*benchCell, error) {
+	var cells []*benchCell
+	total := 0
+	for _, m := range b.cfg.modes {
+		for _, p := range b.cfg.paths {
+			if !reuses(p, m, b.cfg.modes) {
+				total += len(b.cfg.concurrency)
+			}
+		}
+	}
+	n := 0
+	for _, m := range b.cfg.modes {
+		for _, conc := range b.cfg.concurrency {
+			for _, p := range b.cfg.paths {
+				if reuses(p, m, b.cfg.modes) {
+					src := findCell(cells, p, "stream", conc)
+					cp := *src
+					cp.Mode, cp.SameAs = m, "stream"
+					cells = append(cells, &cp)
+					continue
+				}
+				n++
+				c, err := b.cell(ctx, p, m, conc)
+				if err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(b.stderr, "[%d/%d] %-8s %-10s c=%-4d %8.0f rps  ok %d cut %d errors %d  proxy %.0f µs/req\n",
+					n, total, p, m, conc, c.Load.RPS, c.Load.OK, c.Load.Cut, c.Load.Failed()-c.Load.Cut, c.ProxyCPU)
+				cells = append(cells, c)
+			}
+		}
+	}
+	return cells, nil
+}
+
+// reuses reports whether a path's translated cell is its stream cell: only
+// spillway translates, and the stream cell exists when stream is measured.
+func reuses(path, mode string, modes []string) bool {
+	return mode == "translated" && path != "spillway" && slices.Contains(modes, "stream")
+}
+
+func findCell(cells []*benchCell, path, mode string, conc int) *benchCell {
+	for _, c := range cells {
+		if c.Path == path && c.Mode == mode && c.Concurrency == conc {
+			return c
+		}
+	}
+	return nil
+}
+
+// cell measures one path, mode and concurrency.
+func (b *bencher) cell(ctx context.Context, path, mode string, conc int) (*benchCell, error) {
+	// The mock keeps every request it saw; forget them so its memory
+	// stays flat across cells.
+	if err := b.mockControl(ctx, http.MethodPost, "/_mock/reset", ""); err != nil {
+		return nil, err
+	}
+	proxy := map[string]*child{"bare": b.bare, "spillway": b.gw}[path]
+	procs := []*child{b.mock}
+	if proxy != nil {
+		procs = append(procs, proxy)
+	}
+	var before, after []loadgen.ProcSample
+	var sampleErr error
+	sample := func() []loadgen.ProcSample {
+		out := make([]loadgen.ProcSample, len(procs)+1)
+		for i, p := range procs {
+			s, err := loadgen.ReadProc(p.cmd.Process.Pid, b.hz)
+			if err != nil && sampleErr == nil {
+				sampleErr = fmt.Errorf("sampling %s: %w", p.name, err)
+			}
+			out[i] = s
+		}
+		out[len(procs)], _ = loadgen.ReadProc(os.Getpid(), b.hz)
+		return out
+	}
+	client := loadgen.NewClient(conc, benchReqTimeout)
+	defer client.CloseIdleConnections()
+	res, err := loadgen.Run(ctx, loadgen.Options{
+		Target: b.target(path, mode), Client: client, Concurrency: conc, Rate: b.cfg.rate,
+		Warmup: b.cfg.warmup, Duration: b.cfg.duration,
+		OnWindowStart: func() { before = sample() },
+		OnWindowEnd:   func() { after = sample() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	if sampleErr != nil {
+		return nil, fmt.Errorf("%w\n%s", sampleErr, b.tails())
+	}
+	c := &benchCell{Path: path, Mode: mode, Concurrency: conc, Load: res}
+	if before == nil || after == nil {
+		return c, nil
+	}
+	n := float64(res.Completed())
+	perReq := func(i int) float64 {
+		if n == 0 {
+			return 0
+		}
+		return float64(after[i].CPU-before[i].CPU) / float64(time.Microsecond) / n
+	}
+	c.MockCPU, c.MockRSS = perReq(0), after[0].RSS>>10
+	if proxy != nil {
+		c.ProxyCPU, c.ProxyRSS = perReq(1), after[1].RSS>>10
+	}
+	c.LoadCPU = perReq(len(procs))
+	return c, nil
+}
+
+func (b *bencher) mockControl(ctx context.Context, method, path, body string) error {
+	req, err := http.NewRequestWithContext(ctx, method, b.mock.url+path, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("mock control %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("mock control %s: %s: %s", path, resp.Status, msg)
+	}
+	return nil
+}
+
+// ratios compares spillway with bare (CPU, throughput) and with direct
+// (time to first byte) for every mode and concurrency measured.
+func ratios(cells []*benchCell, cfg *benchConfig) []*benchRatio {
+	var out []*benchRatio
+	for _, m := range cfg.modes {
+		for _, conc := range cfg.concurrency {
+			gw := findCell(cells, "spillway", m, conc)
+			if gw == nil {
+				continue
+			}
+			r := &benchRatio{Mode: m, Concurrency: conc, CPUTarget: benchCPUTarget(m)}
+			if bare := findCell(cells, "bare", m, conc); bare != nil {
+				r.CPU = ratio(gw.ProxyCPU, bare.ProxyCPU)
+				r.RPS = ratio(gw.Load.RPS, bare.Load.RPS)
+			}
+			direct := findCell(cells, "direct", m, conc)
+			if direct == nil {
+				out = append(out, r)
+				continue
+			}
+			r.RPSDirect = ratio(gw.Load.RPS, direct.Load.RPS)
+			if d := direct.Load.TTFB; d != nil && gw.Load.TTFB != nil {
+				r.TTFBP50, r.TTFBP99 = ptr(gw.Load.TTFB.P50-d.P50), ptr(gw.Load.TTFB.P99-d.P99)
+				if bare := findCell(cells, "bare", m, conc); bare != nil && bare.Load.TTFB != nil {
+					r.BareTTFBP50, r.BareTTFBP99 = ptr(bare.Load.TTFB.P50-d.P50), ptr(bare.Load.TTFB.P99-d.P99)
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+func ptr(f float64) *float64 { return &f }
+
+func (b *bencher) printCells(cells []*benchCell) error {
+	rs := make([]*loadgen.Result, len(cells))
+	for i, c := range cells {
+		rs[i] = c.Load
+		if c.SameAs != "" {
+			cp := *c.Load
+			cp.Name = c.Path + " " + c.Mode + " (=" + c.SameAs + ")"
+			rs[i] = &cp
+		}
+	}
+	num := func(f func(c *benchCell) float64, format string) func(int) string {
+		return func(i int) string {
+			if v := f(cells[i]); v > 0 {
+				return fmt.Sprintf(format, v)
+			}
+			return "-"
+		}
+	}
+	err := loadgen.WriteTable(b.stdout, rs,
+		loadgen.Column{Header: "proxy cpu us/req", Value: num(func(c *benchCell) float64 { return c.ProxyCPU }, "%.1f")},
+		loadgen.Column{Header: "mock us/req", Value: num(func(c *benchCell) float64 { return c.MockCPU }, "%.1f")},
+		loadgen.Column{Header: "load us/req", Value: num(func(c *benchCell) float64 { return c.LoadCPU }, "%.1f")},
+		loadgen.Column{Header: "proxy rss MiB", Value: num(func(c *benchCell) float64 { return float64(c.ProxyRSS) / 1024 }, "%.1f")},
+		loadgen.Column{Header: "mock rss MiB", Value: num(func(c *benchCell) float64 { return float64(c.MockRSS) / 1024 }, "%.1f")},
+	)
+	if err != nil {
+		return err
+	}
+	for _, c := range cells {
+		if c.SameAs == "" && c.Load.Failed() > 0 {
+			fmt.Fprintf(b.stdout, "warning: %s %s c=%d had %d cut and %v other failures: its figures are suspect\n",
+				c.Path, c.Mode, c.Concurrency, c.Load.Cut, c.Load.Errors)
+		}
+	}
+	return nil
+}
+
+func printRatios(w io.Writer, rs []*benchRatio) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nspillway/bare (CPU per request, throughput) and first-byte overhead over direct (ms):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tconc\tcpu ratio\ttarget\t\trps ratio\trps/direct\tttfb+ p50\tttfb+ p99\tbare ttfb+ p50\tbare ttfb+ p99\t")
+	for _, r := range rs {
+		verdict := "-"
+		if r.CPU > 0 {
+			verdict = "ok"
+			if r.CPU > r.CPUTarget {
+				verdict = "over"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t<= %.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Mode, r.Concurrency, fx(r.CPU), r.CPUTarget, verdict,
+			fx(r.RPS), fx(r.RPSDirect), fms(r.TTFBP50), fms(r.TTFBP99), fms(r.BareTTFBP50), fms(r.BareTTFBP99))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "targets: cpu ratio plain <= 1.2, stream <= 1.3, translated <= 1.8; plain rps ratio >= 0.9; ttfb+ p99 < 1 ms")
+	return nil
+}
+
+func fx(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func fms(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.3f", *v)
+}
+
+// slowStreams is the RSS mode: for each proxy, warm it with fast streams,
+// slow the mock to one event a second, read the proxy's idle RSS, hold N
+// streams open through it, and read its RSS while they are in flight.
+func (b *bencher) slowStreams(ctx context.Context) ([]*slowResult, error) {
+	var out []*slowResult
+	fast := fmt.Sprintf("tokens=%d", b.cfg.events)
+	slow := fmt.Sprintf("tokens=%d;event_delay=1s", benchSlowTokens)
+	hold := min(b.cfg.duration, benchSlowMaxHold)
+	for _, p := range []*child{b.bare, b.gw} {
+		if p == nil {
+			continue
+		}
+		t := b.target(p.name, "stream")
+		if err := b.mockControl(ctx, http.MethodPut, "/_mock/fault", fast); err != nil {
+			return nil, err
+		}
+		if b.cfg.warmup > 0 {
+			client := loadgen.NewClient(32, benchReqTimeout)
+			_, err := loadgen.Run(ctx, loadgen.Options{Target: t, Client: client, Concurrency: min(32, b.cfg.slow), Duration: b.cfg.warmup})
+			client.CloseIdleConnections()
+			if err != nil {
+				return nil, err
+			}
+		}
+		if err := b.mockControl(ctx, http.MethodPut, "/_mock/fault", slow); err != nil {
+			return nil, err
+		}
+		idle, err := loadgen.ReadProc(p.cmd.Process.Pid, b.hz)
+		if err != nil {
+			return nil, err
+		}
+		r := &slowResult{Path: p.name, Streams: b.cfg.slow, IdleRSS: idle.RSS >> 10}
+		client := loadgen.NewClient(b.cfg.slow, 0)
+		r.Hold, err = loadgen.Hold(ctx, loadgen.HoldOptions{Target: t, Client: client, N: b.cfg.slow, During: func(open int) {
+			r.Open = open
+			r.HeldRSS = b.peakRSS(ctx, p, hold) >> 10
+		}})
+		client.CloseIdleConnections()
+		if err != nil {
+			return nil, err
+		}
+		if r.Open > 0 {
+			r.PerStreamKiB = float64(r.HeldRSS-r.IdleRSS) / float64(r.Open)
+		}
+		fmt.Fprintf(b.stderr, "%s: %d of %d slow streams open, RSS %d KiB idle, %d KiB held\n", p.name, r.Open, r.Streams, r.IdleRSS, r.HeldRSS)
+		out = append(out, r)
+		if err := b.mockControl(ctx, http.MethodPost, "/_mock/reset", ""); err != nil {
+			return nil, err
+		}
+	}
+	return out, b.mockControl(ctx, http.MethodPut, "/_mock/fault", fast)
+}
+
+// peakRSS samples p's RSS every benchSlowSample for d and returns the
+// highest reading, bytes.
+func (b *bencher) peakRSS(ctx context.Context, p *child, d time.Duration) int64 {
+	var peak int64
+	t := time.NewTicker(benchSlowSample)
+	defer t.Stop()
+	end := time.Now().Add(d)
+	for {
+		if s, err := loadgen.ReadProc(p.cmd.Process.Pid, b.hz); err == nil {
+			peak = max(peak, s.RSS)
+		}
+		if !time.Now().Before(end) {
+			return peak
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return peak
+		}
+	}
+}
+
+func (b *bencher) printSlow(rs []*slowResult) {
+	fmt.Fprintln(b.stdout, "resident memory per slow stream in flight (one event a second), target <= 64 KiB:")
+	tw := tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "path\tstreams\topen\tidle KiB\theld KiB\tKiB/stream\t\tfailed\t")
+	for _, r := range rs {
+		verdict := "ok"
+		if r.PerStreamKiB > 64 {
+			verdict = "over"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t%v\t\n", r.Path, r.Streams, r.Open, r.IdleRSS, r.HeldRSS, r.PerStreamKiB, verdict, r.Hold.Failed)
+	}
+	_ = tw.Flush()
+}
+
+// child is one process the bench started.
+type child struct {
+	role, name string
+	url        string
+	cmd        *exec.Cmd
+	out        *lineWatch
+	errTail    *tailBuffer
+	done       chan struct{} // closed when the process has exited
+}
+
+// start runs the bench binary with args as a child and waits until it
+// prints the URL it listens on.
+func (b *bencher) start(ctx context.Context, role, name string, args ...string) (*child, error) {
+	c := &child{role: role, name: name, cmd: exec.Command(b.cfg.exe, args...), out: &lineWatch{ready: make(chan string, 1)},
+		errTail: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.errTail
+	c.cmd.SysProcAttr = loadgen.ChildAttr()
+	if err := loadgen.StartPinned(c.cmd, b.cfg.pin[role]); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	b.children = append(b.children, c)
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	t := time.NewTimer(benchStartBound)
+	defer t.Stop()
+	select {
+	case c.url = <-c.out.ready:
+		return c, nil
+	case <-c.done:
+		return nil, fmt.Errorf("%s exited before listening: %s\n%s", name, c.cmd.ProcessState, c.errTail)
+	case <-t.C:
+		return nil, fmt.Errorf("%s did not listen within %s\n%s", name, benchStartBound, c.errTail)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// stop asks the child to shut down, then kills it after a grace period.
+func (c *child) stop() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(benchStopGrace)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// stopAll stops the children, the gateway first so that it drains before
+// its provider goes.
+func (b *bencher) stopAll() {
+	for _, c := range slices.Backward(b.children) {
+		c.stop()
+	}
+}
+
+// tails is every child's last stderr output, for an error message.
+func (b *bencher) tails() string {
+	var sb strings.Builder
+	for _, c := range b.children {
+		if s := c.errTail.String(); s != "" {
+			fmt.Fprintf(&sb, "--- %s stderr (last lines):\n%s\n", c.name, s)
+		}
+	}
+	return sb.String()
+}
+
+// lineWatch is a child's stdout: it sends the first listening URL the
+// child prints on ready and discards the rest.
+type lineWatch struct {
+	mu    sync.Mutex
+	part  []byte
+	found bool
+	ready chan string
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.found {
+		return len(p), nil
+	}
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.part[:i])
+		w.part = w.part[i+1:]
+		if u, ok := listenURL(line); ok {
+			w.found = true
+			w.ready <- u
+			w.part = nil
+			break
+		}
+	}
+	if len(w.part) > 64<<10 { // no newline for this long: not our line
+		w.part = w.part[:0]
+	}
+	return len(p), nil
+}
+
+// listenURL finds "listening on http://127.0.0.1:PORT" in a line, as the
+// mock, the bench proxy and serve print it, and returns the URL.
+func listenURL(line string) (string, bool) {
+	_, rest, ok := strings.Cut(line, " listening on ")
+	if !ok {
+		return "", false
+	}
+	raw, _, _ := strings.Cut(rest, " ")
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Path != "" || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
+		return "", false
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || (host != "127.0.0.1" && host != "::1" && host != "localhost") {
+		return "", false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", false
+	}
+	return raw, true
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// runBenchProxy is the baseline: a bare httputil.ReverseProxy made as
+// strong as a proxy can cheaply be, so that spillway is compared with the
+// least any proxy pays.
+func runBenchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("spillway bench-proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("target", "", "upstream base URL (required)")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	u, err := url.Parse(*target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--target %q is not an http(s) URL", *target)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: newBareProxy(u, stderr), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "spillway bench-proxy listening on http://%s (to %s)\n", ln.Addr(), u)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// newBareProxy forwards everything to target.
+func newBareProxy(target *url.URL, errLog io.Writer) http.Handler {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        1024,
+			MaxIdleConnsPerHost: 512,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+		FlushInterval: -1, // flush every write: a stream's events are not held back
+		BufferPool:    &proxyBuffers{},
+		ErrorLog:      log.New(errLog, "bench-proxy: ", log.LstdFlags),
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Without full duplex the server may consider the request done
+		// and cut a response still streaming: about 1 stream in 4-9k on
+		// a 2-core machine (golang/go#40747).
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	})
+}
+
+// proxyBufSize is the copy buffer of the bare proxy, as httputil's own
+// default (32 KiB) but pooled.
+const proxyBufSize = 32 << 10
+
+// proxyBuffers pools copy buffers as array pointers, so Put allocates no
+// slice header.
+type proxyBuffers struct{ p sync.Pool }
+
+func (pb *proxyBuffers) Get() []byte {
+	if a, ok := pb.p.Get().(*[proxyBufSize]byte); ok {
+		return a[:]
+	}
+	return new([proxyBufSize]byte)[:]
+}
+
+func (pb *proxyBuffers) Put(b []byte) {
+	if len(b) == proxyBufSize {
+		pb.p.Put((*[proxyBufSize]byte)(b))
+	}
+}
