@@ -27,6 +27,7 @@ import (
 // settled row, and the reservations the crash left open are released and
 // reported at start-up.
 func TestCrashNeverLosesACompletedResponse(t *testing.T) {
+	const canary = "CANARY-crash-4e1b77"
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -93,7 +94,7 @@ routes: [{model: m, pool: pool}]
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
 				stream := (w+i)%2 == 0
-				body := `{"model":"m","max_tokens":16,"stream":` + map[bool]string{true: "true", false: "false"}[stream] + `,"messages":[{"role":"user","content":"hi"}]}`
+				body := `{"model":"m","max_tokens":16,"stream":` + map[bool]string{true: "true", false: "false"}[stream] + `,"messages":[{"role":"user","content":"` + canary + `"}]}`
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, addr+"/v1/chat/completions", strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+secret)
 				resp, err := http.DefaultClient.Do(req)
@@ -174,6 +175,21 @@ routes: [{model: m, pool: pool}]
 	}
 	if released > 0 && !strings.Contains(out.String(), "released ") {
 		t.Errorf("%d reservations released but not reported at start-up:\n%s", released, out.String())
+	}
+	// Content-free even across a crash: the prompts' canary is in no file
+	// the gateway wrote.
+	files, _ := filepath.Glob(filepath.Join(dir, "ledger.db*"))
+	if len(files) == 0 {
+		t.Fatal("no ledger files")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), canary) {
+			t.Errorf("the prompt's canary is in %s", filepath.Base(f))
+		}
 	}
 	t.Logf("%d completed before SIGKILL, all settled once; %d reservations left open by the crash, released and reported", len(completed), released)
 }
