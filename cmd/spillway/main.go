@@ -18,6 +18,7 @@ usage:
   spillway check  FILE                             validate a config, print every problem with its line
   spillway mock   --kind openai|anthropic [...]    run a fault-injecting mock provider
   spillway demo   [--config FILE]                  mocks + gateway + traffic; take the primary down mid-run
+  spillway drill  [--short] [--requests N] [--concurrency C] [--seed S] [--json FILE]  seeded chaos run; fails on a broken invariant
   spillway bench  [--duration D] [--concurrency 32,128] [--pin ...] [--json FILE]  CPU, latency, RSS: mock vs bare proxy vs spillway
   spillway health [--url URL]                      a running gateway's deployment health (SPILLWAY_ADMIN_KEY)
   spillway explain --model M [--max-tokens N]      how a running gateway would route a request (SPILLWAY_ADMIN_KEY)
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runMock(ctx, rest, stdout)
 	case "demo":
 		err = runDemo(ctx, rest, stdout, stderr)
+	case "drill":
+		err = runDrill(ctx, rest, stdout, stderr)
 	case "bench", "bench-proxy": // bench-proxy: the baseline proxy bench runs as a child
 		err = runBench(ctx, args, stdout, stderr)
 	case "health":
