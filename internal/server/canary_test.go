@@ -59,7 +59,7 @@ func TestCanariesPersistNowhere(t *testing.T) {
 		t.Fatal("no ledger bytes read")
 	}
 	kept.WriteString(h.logs.String())
-	for _, path := range []string{"/v1/admin/health", "/v1/admin/budgets", "/v1/admin/keys", "/v1/usage?group_by=org,team,key,model,deployment,day"} {
+	for _, path := range []string{"/v1/admin/health", "/v1/admin/budgets", "/v1/admin/keys", "/v1/usage?group_by=org,team,key,model,deployment,day", "/metrics"} {
 		req, _ := http.NewRequest(http.MethodGet, h.gw.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+adminKey)
 		resp, err := http.DefaultClient.Do(req)

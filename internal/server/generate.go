@@ -59,6 +59,9 @@ type call struct {
 	cost       int64
 	costStatus string
 
+	// deployment served the request ("" when none did).
+	deployment string
+
 	// Idempotency: the key's owner and the recorder of its answer.
 	owner *idempotency.Owner
 	rec   *idempotency.RecordingWriter
@@ -387,7 +390,15 @@ func (s *Server) logCall(c *call) {
 	if c.key != nil {
 		keyID = c.key.ID
 	}
+	dur := s.opts.Now().Sub(c.start)
 	s.opts.Log.Info("request", "request_id", c.id, "dialect", c.d.Name(), "key", keyID, "model", model,
-		"status", c.status, "outcome", c.outcome, "cost_micro_usd", c.cost, "cost_status", c.costStatus,
-		"duration_ms", s.opts.Now().Sub(c.start).Milliseconds())
+		"deployment", c.deployment, "status", c.status, "outcome", c.outcome, "cost_micro_usd", c.cost,
+		"cost_status", c.costStatus, "duration_ms", dur.Milliseconds())
+	// The metric's model label is a configured route name, never whatever
+	// a caller typed.
+	routeModel := "unknown"
+	if c.route != nil {
+		routeModel = c.route.Public
+	}
+	s.opts.Metrics.ObserveRequest(c.d.Name(), routeModel, c.outcome, c.req != nil && c.req.Stream, dur, c.deployment, c.cost)
 }

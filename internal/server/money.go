@@ -128,6 +128,9 @@ func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engin
 	status := costNone
 	if res != nil && p != nil {
 		u, cost, status = charge(c.req, p, res, c.inputEst)
+		if res.Served >= 0 {
+			c.deployment = p.Rungs[res.Served].Deployment.ID
+		}
 	}
 	c.cost, c.costStatus = cost, status
 	if c.hold != nil {

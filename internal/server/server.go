@@ -16,10 +16,12 @@ import (
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/engine"
+	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/health"
 	"github.com/spillway-gw/spillway/internal/idempotency"
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/metrics"
 	"github.com/spillway-gw/spillway/internal/provider"
 )
 
@@ -51,6 +53,8 @@ type Options struct {
 	// Idempotency keeps Idempotency-Key answers (default: a store with the
 	// default bounds).
 	Idempotency *idempotency.Store
+	// Metrics records Prometheus metrics (default: a fresh registry).
+	Metrics *metrics.Metrics
 	Log         *slog.Logger
 	// Getenv resolves credential environment variables (default os.Getenv).
 	Getenv func(string) string
@@ -91,8 +95,12 @@ func New(opts Options) *Server {
 	if opts.Idempotency == nil {
 		opts.Idempotency = idempotency.New(idempotency.Options{})
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New(opts.Health)
+	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency}
-	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}), engine.WithClock(opts.Now))
+	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}), engine.WithClock(opts.Now),
+		engine.WithObserver(opts.Metrics))
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	s.routes()
 	return s
@@ -110,6 +118,7 @@ func (s *Server) routes() {
 	s.mux.Handle("PUT /v1/admin/budgets", s.admin(s.handleSetBudget))
 	s.mux.Handle("GET /v1/admin/budgets", s.admin(s.handleListBudgets))
 	s.mux.HandleFunc("GET /v1/usage", s.handleUsage)
+	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.handle("POST /v1/chat/completions", openaiChat())
 	s.handle("POST /v1/responses", openaiResponses())
 	s.handle("POST /v1/messages", anthropicMessages())
@@ -137,4 +146,18 @@ func (s *Server) putBuf(b *[]byte) {
 	}
 	*b = (*b)[:0]
 	s.bufs.Put(b)
+}
+
+// metricsHandler serves Prometheus metrics; with an admin key configured,
+// scrapes must present it (as a bearer token).
+func (s *Server) metricsHandler() http.Handler {
+	h := s.opts.Metrics.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.AdminKey != "" && !s.isAdmin(r) {
+			writeJSONError(w, &failure.Public{Status: http.StatusUnauthorized, Code: "invalid_admin_key",
+				Message: "metrics need the gateway's admin key as a bearer token"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

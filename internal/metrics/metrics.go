@@ -1,0 +1,106 @@
+// Package metrics exposes the gateway's Prometheus metrics: requests by
+// dialect, model and outcome, attempts by deployment and verdict, latency,
+// spend, and each deployment's health. Labels are bounded sets (configured
+// names and fixed codes); nothing here ever carries content.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/engine"
+	"github.com/spillway-gw/spillway/internal/health"
+)
+
+// Metrics holds the collectors of one gateway.
+type Metrics struct {
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	attempts   *prometheus.CounterVec
+	firstToken *prometheus.HistogramVec
+	cost       *prometheus.CounterVec
+}
+
+var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+// New registers the gateway's metrics; health, when not nil, is read at
+// scrape time for per-deployment state.
+func New(h *health.Tracker) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spillway_requests_total", Help: "Customer requests by caller dialect, public model and outcome.",
+		}, []string{"dialect", "model", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "spillway_request_duration_seconds", Help: "Customer request duration, first byte in to last byte out.", Buckets: latencyBuckets,
+		}, []string{"dialect", "stream"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spillway_attempts_total", Help: "Physical attempts by deployment and verdict (ok or the failure class).",
+		}, []string{"deployment", "verdict"}),
+		firstToken: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "spillway_first_token_seconds", Help: "Time from dispatch to the first token, per deployment, for served attempts.", Buckets: latencyBuckets,
+		}, []string{"deployment"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spillway_cost_micro_usd_total", Help: "Settled spend in micro-USD by serving deployment.",
+		}, []string{"deployment"}),
+	}
+	m.reg.MustRegister(m.requests, m.duration, m.attempts, m.firstToken, m.cost,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if h != nil {
+		m.reg.MustRegister(&healthCollector{h: h})
+	}
+	return m
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ObserveAttempt counts one finished attempt (an engine.Observer).
+func (m *Metrics) ObserveAttempt(d *catalog.Deployment, a *engine.Attempt) {
+	m.attempts.WithLabelValues(d.ID, a.Outcome()).Inc()
+	if a.Err == nil && a.FirstToken > 0 {
+		m.firstToken.WithLabelValues(d.ID).Observe(a.FirstToken.Seconds())
+	}
+}
+
+// ObserveRequest counts one finished customer request.
+func (m *Metrics) ObserveRequest(dialect, model, outcome string, stream bool, d time.Duration, deployment string, costMicro int64) {
+	m.requests.WithLabelValues(dialect, model, outcome).Inc()
+	m.duration.WithLabelValues(dialect, strconv.FormatBool(stream)).Observe(d.Seconds())
+	if deployment != "" && costMicro > 0 {
+		m.cost.WithLabelValues(deployment).Add(float64(costMicro))
+	}
+}
+
+// healthCollector reports each deployment's health at scrape time.
+type healthCollector struct{ h *health.Tracker }
+
+var (
+	healthyDesc = prometheus.NewDesc("spillway_deployment_healthy", "1 when the deployment would be tried now, else 0.", []string{"deployment", "state"}, nil)
+	errRateDesc = prometheus.NewDesc("spillway_deployment_error_rate", "Rolling error rate over the health window.", []string{"deployment"}, nil)
+)
+
+func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- healthyDesc
+	ch <- errRateDesc
+}
+
+func (c *healthCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.h.Statuses() {
+		v := 0.0
+		if s.Healthy {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(healthyDesc, prometheus.GaugeValue, v, s.Deployment, string(s.State))
+		ch <- prometheus.MustNewConstMetric(errRateDesc, prometheus.GaugeValue, s.ErrorRate, s.Deployment)
+	}
+}

@@ -1,0 +1,48 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestMetrics(t *testing.T) {
+	h := newHarness(t, rungSpec{"primary", "anthropic"}, rungSpec{"secondary", "openai"})
+	served(t, h, false)
+	h.fault("primary", "status=529")
+	served(t, h, true)
+	get := func(key string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, h.gw.URL+"/metrics", nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get(""); code != 401 {
+		t.Errorf("metrics without the admin key: %d", code)
+	}
+	code, body := get(adminKey)
+	if code != 200 {
+		t.Fatalf("metrics: %d", code)
+	}
+	for _, want := range []string{
+		`spillway_requests_total{dialect="openai-chat",model="` + publicModel + `",outcome="ok"} 2`,
+		`spillway_attempts_total{deployment="primary",verdict="ok"} 1`,
+		`spillway_attempts_total{deployment="primary",verdict="provider_unavailable"} 1`,
+		`spillway_attempts_total{deployment="secondary",verdict="ok"} 1`,
+		`spillway_deployment_healthy{deployment="secondary",state="healthy"} 1`,
+		`spillway_cost_micro_usd_total{deployment="secondary"}`,
+		`spillway_first_token_seconds_bucket{deployment="primary"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
