@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ const (
 	LongRequests  = 100_000
 	ShortRequests = 3_000
 	LongRate      = 1000
-	ShortRate     = 500
+	ShortRate     = 250
 )
 
 // Config tunes one drill. The zero value is the long drill with seed 0.
@@ -148,7 +149,13 @@ func Run(ctx context.Context, t Target, cfg Config) (*Report, error) {
 		client = &http.Client{Transport: tr}
 	}
 	d := &driver{t: t, cfg: cfg, client: client, base: strings.TrimRight(t.BaseURL, "/"),
-		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), secrets: secrets(t.Rungs), faults: make([]string, len(t.Rungs))}
+	// Start from a known state: every mock healthy.
+	for _, r := range t.Rungs {
+		if err := r.Mock.SetFault(""); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	results, phases, err := d.traffic(ctx)
 	elapsed := time.Since(start)
@@ -183,6 +190,25 @@ type driver struct {
 	// nonce keeps this run's idempotency keys apart from any other run's
 	// against the same gateway.
 	nonce string
+	// secrets are provider details no answer may carry.
+	secrets [][]byte
+	// faults are the scripts the mocks run now.
+	faults []string
+}
+
+// secrets are what identifies each provider behind the gateway: its own
+// model id and its address. Callers see the exact model and the
+// deployment's id, never these.
+func secrets(rs []Rung) [][]byte {
+	var out [][]byte
+	for _, r := range rs {
+		d := r.Deployment
+		out = append(out, []byte(`"`+d.Model+`"`))
+		if u, err := url.Parse(d.BaseURL); err == nil && u.Host != "" {
+			out = append(out, []byte(u.Host))
+		}
+	}
+	return out
 }
 
 // job is one request to send.
@@ -263,11 +289,19 @@ dispatch:
 	return results, reports, nil
 }
 
+// setFaults gives each mock its script for phase p. A mock whose script
+// does not change is left alone: SetFault restarts its p= sequence, and a
+// circuit probed once per phase would otherwise meet the same first roll
+// every time.
 func (d *driver) setFaults(p Phase) error {
 	for i, r := range d.t.Rungs {
+		if d.faults[i] == p.Faults[i] {
+			continue
+		}
 		if err := r.Mock.SetFault(p.Faults[i]); err != nil {
 			return fmt.Errorf("setting %s's fault %q: %w", r.Deployment.ID, p.Faults[i], err)
 		}
+		d.faults[i] = p.Faults[i]
 	}
 	return nil
 }
@@ -334,6 +368,13 @@ func (d *driver) send(ctx context.Context, i int, s Shape, buf *[]byte) result {
 	return r
 }
 
+// flag records a wire problem; the first one is kept.
+func (r *result) flag(p string) {
+	if r.problem == "" {
+		r.problem = p
+	}
+}
+
 // sameAnswer says how a replay differed from the original ("" = it did not).
 func sameAnswer(a, b *result) string {
 	switch {
@@ -393,12 +434,12 @@ func (d *driver) once(ctx context.Context, s Shape, body []byte, idemKey string)
 	}
 	if s.Stream && resp.StatusCode == http.StatusOK {
 		if ct := rh.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-			r.problem = "stream answered with content type " + ct
+			r.flag("stream answered with content type " + ct)
 		}
-		st := ReadStream(s.Dialect, resp.Body)
+		st := readStream(s.Dialect, resp.Body, d.secrets)
 		r.bodyModel, r.usage, r.delivered = st.Model, st.Usage, st.Delivered
-		if r.problem == "" {
-			r.problem = st.Problem
+		if st.Problem != "" {
+			r.flag(st.Problem)
 		}
 		switch st.Kind {
 		case Complete:
@@ -419,11 +460,20 @@ func (d *driver) once(ctx context.Context, s Shape, body []byte, idemKey string)
 		return r
 	}
 	r.cost, r.hasCost = parseMicroUSD(rh.Get("X-Spillway-Cost-Usd"))
+	if l := leaked(b, d.secrets); l != "" {
+		r.flag(fmt.Sprintf("the body (HTTP %d) names %s", resp.StatusCode, l))
+	}
 	if resp.StatusCode != http.StatusOK {
 		r.kind = failed
 		code, err := ParseError(s.Dialect, b)
-		if err != nil {
-			r.problem = fmt.Sprintf("error body (HTTP %d) not in the %s error shape: %v", resp.StatusCode, s.Dialect, err)
+		switch {
+		case err != nil:
+			r.flag(fmt.Sprintf("error body (HTTP %d) not in the %s error shape: %v", resp.StatusCode, s.Dialect, err))
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+			// Come back when: a whole number of seconds, at least 1.
+			if ra, err := strconv.Atoi(rh.Get("Retry-After")); err != nil || ra < 1 {
+				r.flag(fmt.Sprintf("HTTP %d %s without a valid Retry-After (%q)", resp.StatusCode, code, rh.Get("Retry-After")))
+			}
 		}
 		r.errCode = code
 		return r
@@ -431,7 +481,7 @@ func (d *driver) once(ctx context.Context, s Shape, body []byte, idemKey string)
 	a, err := ParseAnswer(s.Dialect, b)
 	if err != nil {
 		r.kind, r.reason = noAnswer, "unreadable answer: "+err.Error()
-		r.problem = r.reason
+		r.flag(r.reason)
 		return r
 	}
 	r.kind, r.bodyModel, r.usage = okAnswer, a.Model, a.Usage
@@ -440,7 +490,7 @@ func (d *driver) once(ctx context.Context, s Shape, body []byte, idemKey string)
 	if a.Text != "" && r.deployment != "" {
 		want := "mock " + r.deployment
 		if !strings.HasPrefix(want, a.Text) && !strings.HasPrefix(a.Text, want) {
-			r.problem = fmt.Sprintf("answer %q is not from %s", clip([]byte(a.Text)), r.deployment)
+			r.flag(fmt.Sprintf("answer %q is not from %s", clip([]byte(a.Text)), r.deployment))
 		}
 	}
 	return r

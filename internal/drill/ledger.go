@@ -62,7 +62,8 @@ type LedgerReport struct {
 	Released int `json:"released_reservations"`
 	// AboveReservation counts settlements that cost more than the worst
 	// case reserved for them (informational).
-	AboveReservation int `json:"settled_above_reservation"`
+	AboveReservation    int   `json:"settled_above_reservation"`
+	MaxAboveReservation int64 `json:"max_above_reservation_micro_usd"`
 	// Spend and AttemptsBy are per deployment: settled cost, attempt rows,
 	// and attempt rows that failed.
 	Spend      map[string]int64 `json:"spend_micro_usd"`
@@ -168,8 +169,9 @@ func checkLedger(ctx context.Context, path, model string, rungs []Rung, exp []Ex
 		if r.dup > 0 {
 			c.fail(invSettledOnce, "%s settled %d times", id, r.dup+1)
 		}
-		if r.cost > r.reserved {
+		if over := r.cost - r.reserved; over > 0 {
 			rep.AboveReservation++
+			rep.MaxAboveReservation = max(rep.MaxAboveReservation, over)
 		}
 		as := atts[id]
 		for i := range as {

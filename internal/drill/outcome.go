@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 
 	"github.com/spillway-gw/spillway/internal/sse"
 )
@@ -76,7 +77,11 @@ type streamState struct {
 // it. It reads every event (the connection is drained), decodes only the
 // opening, usage and error events, and checks that every event is JSON
 // framed as its dialect frames it.
-func ReadStream(d Dialect, r io.Reader) Stream {
+func ReadStream(d Dialect, r io.Reader) Stream { return readStream(d, r, nil) }
+
+// readStream is ReadStream that also reports, as a problem, any event
+// holding one of the secrets (provider detail no caller may see).
+func readStream(d Dialect, r io.Reader, secrets [][]byte) Stream {
 	rd := sse.NewReader(r)
 	defer rd.Release()
 	st := streamState{d: d}
@@ -87,7 +92,20 @@ func ReadStream(d Dialect, r io.Reader) Stream {
 		}
 		st.out.Events++
 		st.event(ev.Name, ev.Data)
+		if s := leaked(ev.Data, secrets); s != "" {
+			st.problem("an event names " + s)
+		}
 	}
+}
+
+// leaked returns the first secret found in b, "" when none is.
+func leaked(b []byte, secrets [][]byte) string {
+	for _, s := range secrets {
+		if bytes.Contains(b, s) {
+			return strconv.Quote(string(s))
+		}
+	}
+	return ""
 }
 
 func (st *streamState) problem(p string) {

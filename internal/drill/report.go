@@ -38,7 +38,7 @@ func rule(name string) string {
 	case invNoTruncation:
 		return "every stream ended with its success terminator or the typed stream_interrupted error event"
 	case invWellFormed:
-		return "every body and event the caller got was well-formed JSON in its dialect's shape, answers from the deployment named"
+		return "every body and event was well-formed JSON in its dialect's shape, from the deployment named, naming no provider model id or address; 429/503 carry Retry-After"
 	case invNoModelChange:
 		return "every answer (header, body, ledger) names the exact model asked, served by a deployment of its pool"
 	case invCallerErrors:
@@ -196,6 +196,9 @@ type Report struct {
 		Truncated   int `json:"silent_truncation"`
 	} `json:"streams"`
 	Replays int `json:"idempotent_replays"`
+	// CostHeaders counts answers whose cost header (or stream trailer) was
+	// held against the ledger.
+	CostHeaders int `json:"cost_headers_checked"`
 
 	// Failovers counts answers served after at least one failed attempt;
 	// ServedAtDepth counts answers by the serving rung's pool position.
@@ -343,6 +346,9 @@ func buildReport(cfg Config, t Target, phases []PhaseReport, rs []result, lr *Le
 			rep.Attempts[r.attempts]++
 		}
 		if r.kind == okAnswer || r.kind == interrupted {
+			if r.hasCost {
+				rep.CostHeaders++
+			}
 			served[r.deployment]++
 			if d, ok := depth[r.deployment]; ok {
 				rep.ServedAtDepth[d]++
@@ -441,7 +447,7 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Succeeded, r.Interrupted, r.Failed, r.CallerErrors, r.NoAnswer)
 	fmt.Fprintf(w, "streams             %d complete, %d typed interrupt, %d silent truncation\n",
 		r.Streams.Complete, r.Streams.Interrupted, r.Streams.Truncated)
-	fmt.Fprintf(w, "idempotent replays  %d\n", r.Replays)
+	fmt.Fprintf(w, "idempotent replays  %d; cost headers checked against the ledger %d\n", r.Replays, r.CostHeaders)
 	fmt.Fprintf(w, "failovers           %d answers served after a failed attempt; by serving rung %v\n", r.Failovers, r.ServedAtDepth)
 	keys := make([]int, 0, len(r.Attempts))
 	for k := range r.Attempts {
@@ -472,14 +478,14 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "%-20s %-10s %8d %9d %11d %14s\n", d.ID, d.Provider, d.Served, d.Attempts, d.FailedHops, usd(d.SpendMicro))
 	}
 	if l := r.Ledger; l != nil {
-		fmt.Fprintf(w, "ledger: %d request rows, %d attempt rows, %d open reservations, %d settled above their reservation\n",
-			l.Requests, l.Attempts, l.OpenReservations, l.AboveReservation)
+		fmt.Fprintf(w, "ledger: %d request rows, %d attempt rows, %d open reservations, %d settled above their reservation (by up to %s USD)\n",
+			l.Requests, l.Attempts, l.OpenReservations, l.AboveReservation, usd(l.MaxAboveReservation))
 	}
 	fmt.Fprintln(w, "\nphases (upstream requests per rung):")
 	for _, p := range r.Phases {
 		fmt.Fprintf(w, "  %6d-%-6d %-40s %v\n", p.From, p.To-1, p.Name, p.Upstream)
 		for i, f := range p.Faults {
-			if f != shape && f != cachedShape {
+			if f != shape {
 				fmt.Fprintf(w, "                rung %d: %s\n", i+1, f)
 			}
 		}

@@ -18,10 +18,11 @@ type Phase struct {
 
 // Fault scripts of the drill (see package mock for the syntax). Every
 // answer is 24 tokens long, so a stream has room to die mid-way and a
-// request can ask for fewer (the Responses API's floor is 16).
+// request can ask for fewer (the Responses API's floor is 16); 8 of its
+// prompt tokens are read from the cache, so cached input is priced at its
+// own rate.
 const (
-	shape           = "tokens=24"
-	cachedShape     = "tokens=24;cached=8"
+	shape           = "tokens=24;cached=8"
 	primaryFailing  = "p=0.38;status=529"
 	primaryTimeouts = "p=0.38;stall"
 )
@@ -33,22 +34,24 @@ const (
 type phaseSpec struct {
 	name    string
 	weight  int
-	cached  bool
 	primary string
 	second  string
 	third   string
 }
 
+// phaseSpecs are the phases in order. A rung's fault comes in a phase
+// right after one that left it healthy, so the fault meets a closed
+// circuit at once instead of waiting out an open one.
 func phaseSpecs() []phaseSpec {
 	return []phaseSpec{
-		{name: "baseline: primary 38% 529", weight: 2, cached: true, primary: primaryFailing},
+		{name: "baseline: primary 38% 529", weight: 2, primary: primaryFailing},
 		{name: "429 storm with Retry-After on rung 2", weight: 2, primary: primaryFailing, second: "status=429;retry_after=1"},
 		{name: "rung 2 accepts and goes silent", weight: 2, primary: primaryFailing, second: "stall"},
 		{name: "primary 38% timeouts (silent)", weight: 1, primary: primaryTimeouts},
-		{name: "mid-stream deaths after K events", weight: 2, cached: true, primary: primaryFailing, second: "p=0.3;die_after=3", third: "p=0.05;die_after=7"},
 		{name: "credential failure (401) on rung 2", weight: 2, primary: primaryFailing, second: "status=401"},
+		{name: "mid-stream deaths after K events", weight: 2, primary: primaryFailing, second: "p=0.3;die_after=3", third: "p=0.05;die_after=7"},
 		{name: "malformed events", weight: 2, primary: primaryFailing, second: "p=0.3;malformed_after=2", third: "p=0.05;malformed_after=5"},
-		{name: "recovery: primary 38% 529 only", weight: 1, cached: true, primary: primaryFailing},
+		{name: "recovery: primary 38% 529 only", weight: 1, primary: primaryFailing},
 	}
 }
 
@@ -65,10 +68,6 @@ func Phases(n, rungs int) []Phase {
 	for _, s := range specs {
 		acc += s.weight
 		to := n * acc / total
-		sh := shape
-		if s.cached {
-			sh = cachedShape
-		}
 		faults := make([]string, rungs)
 		for i := range faults {
 			f := ""
@@ -80,7 +79,7 @@ func Phases(n, rungs int) []Phase {
 			case 2:
 				f = s.third
 			}
-			faults[i] = join(f, sh)
+			faults[i] = join(f, shape)
 		}
 		out = append(out, Phase{Name: s.name, From: at, To: to, Faults: faults})
 		at = to
