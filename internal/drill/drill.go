@@ -125,15 +125,18 @@ func Run(ctx context.Context, t Target, cfg Config) (*Report, error) {
 	if len(t.Rungs) < 3 {
 		return nil, fmt.Errorf("drill: the pool needs at least 3 rungs, got %d", len(t.Rungs))
 	}
-	prices := map[string]*catalog.Deployment{}
+	seen := map[string]bool{}
 	for i, r := range t.Rungs {
-		if r.Deployment == nil || r.Mock == nil {
+		switch {
+		case r.Deployment == nil || r.Mock == nil:
 			return nil, fmt.Errorf("drill: rung %d needs a deployment and a mock", i)
-		}
-		if r.Deployment.Price == nil {
+		case r.Deployment.Price == nil:
+			// Unpriced is never $0: the cost invariant needs a price.
 			return nil, fmt.Errorf("drill: deployment %s has no price", r.Deployment.ID)
+		case seen[r.Deployment.ID]:
+			return nil, fmt.Errorf("drill: deployment %s is in the pool twice", r.Deployment.ID)
 		}
-		prices[r.Deployment.ID] = r.Deployment
+		seen[r.Deployment.ID] = true
 	}
 	client := t.Client
 	if client == nil {
@@ -153,7 +156,7 @@ func Run(ctx context.Context, t Target, cfg Config) (*Report, error) {
 	// Start from a known state: every mock healthy.
 	for _, r := range t.Rungs {
 		if err := r.Mock.SetFault(""); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("drill: healing %s: %w", r.Deployment.ID, err)
 		}
 	}
 	start := time.Now()
@@ -238,6 +241,9 @@ func (d *driver) traffic(ctx context.Context) ([]result, []PhaseReport, error) {
 	}
 	sched := newSchedule(d.cfg.Seed)
 	reports := make([]PhaseReport, len(phases))
+	for i := range phases {
+		reports[i].Phase = phases[i]
+	}
 	var err error
 	p := -1
 	start := time.Now()
@@ -263,7 +269,6 @@ dispatch:
 				reports[p].Upstream = d.upstream()
 			}
 			p++
-			reports[p] = PhaseReport{Phase: phases[p]}
 			if err = d.setFaults(phases[p]); err != nil {
 				break dispatch
 			}
@@ -347,9 +352,11 @@ type result struct {
 	// truncated.
 	problem, reason string
 	latency         time.Duration
-	// replay is what went wrong with the idempotent replay ("" = fine).
-	replay string
-	hung   bool
+	// replay is what went wrong with the idempotent replay ("" = fine);
+	// replayed says the answer was marked Idempotent-Replayed.
+	replay   string
+	replayed bool
+	hung     bool
 }
 
 // send sends one request (twice for an idempotent one) and reads its
@@ -361,6 +368,9 @@ func (d *driver) send(ctx context.Context, i int, s Shape, buf *[]byte) result {
 		idemKey = "drill-" + d.nonce + "-" + strconv.Itoa(i)
 	}
 	r := d.once(ctx, s, *buf, idemKey)
+	if r.replayed {
+		r.flag("a first request was answered as an idempotent replay")
+	}
 	if s.Idem && r.kind != noAnswer {
 		again := d.once(ctx, s, *buf, idemKey)
 		r.replay = sameAnswer(&r, &again)
@@ -386,6 +396,10 @@ func sameAnswer(a, b *result) string {
 		return fmt.Sprintf("replay answered %d/%d, the original %d/%d", b.status, b.kind, a.status, a.kind)
 	case b.usage != a.usage || b.delivered != a.delivered:
 		return "replay's usage differs from the original's"
+	case !b.replayed:
+		return "the retry was answered afresh, not marked Idempotent-Replayed"
+	case b.problem != "":
+		return "replay: " + b.problem
 	}
 	return ""
 }
@@ -427,6 +441,7 @@ func (d *driver) once(ctx context.Context, s Shape, body []byte, idemKey string)
 	r.model = rh.Get("X-Spillway-Model")
 	r.deployment = rh.Get("X-Spillway-Deployment")
 	r.trail = rh.Get("X-Spillway-Trail")
+	r.replayed = rh.Get("Idempotent-Replayed") == "true"
 	if a := rh.Get("X-Spillway-Attempts"); a != "" {
 		if n, err := strconv.Atoi(a); err == nil {
 			r.attempts = n
