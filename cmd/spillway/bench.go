@@ -272,9 +272,12 @@ type benchReport struct {
 	Rate              float64          `json:"rate,omitempty"`
 	Events            int              `json:"events"`
 	Pin               map[string][]int `json:"pin,omitempty"`
-	Cells             []*benchCell     `json:"cells,omitempty"`
-	Ratios            []*benchRatio    `json:"ratios,omitempty"`
-	Slow              []*slowResult    `json:"slow_streams,omitempty"`
+	// LoadAvg is /proc/loadavg's 1, 5 and 15 minute figures at the start
+	// and the end: other work on the machine moves every absolute figure.
+	LoadAvg [2]string     `json:"loadavg,omitempty"`
+	Cells   []*benchCell  `json:"cells,omitempty"`
+	Ratios  []*benchRatio `json:"ratios,omitempty"`
+	Slow    []*slowResult `json:"slow_streams,omitempty"`
 }
 
 // benchCell is one path × mode × concurrency measurement.
@@ -331,6 +334,7 @@ func (b *bencher) run(ctx context.Context) error {
 		ClockTicks: b.hz, ClockTicksAssumed: !known, Duration: b.cfg.duration.Seconds(),
 		Warmup: b.cfg.warmup.Seconds(), Rate: b.cfg.rate, Events: b.cfg.events,
 	}
+	rep.LoadAvg[0] = loadAvg()
 	if len(b.cfg.pin) > 0 {
 		rep.Pin = b.cfg.pin
 	}
@@ -365,6 +369,10 @@ func (b *bencher) run(ctx context.Context) error {
 			return err
 		}
 	}
+	rep.LoadAvg[1] = loadAvg()
+	if rep.LoadAvg[0] != "" {
+		fmt.Fprintf(b.stdout, "load average (1, 5, 15 min): %s at the start, %s at the end\n", rep.LoadAvg[0], rep.LoadAvg[1])
+	}
 	if b.cfg.jsonPath != "" {
 		data, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -377,6 +385,17 @@ func (b *bencher) run(ctx context.Context) error {
 	return nil
 }
 
+// loadAvg is the first three fields of /proc/loadavg; "" where there is
+// none.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
 func (b *bencher) header(rep *benchReport, known bool) {
 	hz := fmt.Sprintf("USER_HZ %d", b.hz)
 	if !known {
@@ -386,8 +405,11 @@ func (b *bencher) header(rep *benchReport, known bool) {
 	if b.cfg.rate > 0 {
 		loop = fmt.Sprintf("open loop at %g req/s", b.cfg.rate)
 	}
-	fmt.Fprintf(b.stdout, "spillway bench: %s, %d CPUs, %s; %s per cell after a %s warm-up, %s\n",
-		rep.GoVersion, rep.NumCPU, hz, b.cfg.duration, b.cfg.warmup, loop)
+	plan := fmt.Sprintf("%s per cell after a %s warm-up, %s", b.cfg.duration, b.cfg.warmup, loop)
+	if b.cfg.slow > 0 {
+		plan = fmt.Sprintf("%d slow streams held for %s after a %s warm-up", b.cfg.slow, min(b.cfg.duration, benchSlowMaxHold), b.cfg.warmup)
+	}
+	fmt.Fprintf(b.stdout, "spillway bench: %s, %d CPUs, %s; %s\n", rep.GoVersion, rep.NumCPU, hz, plan)
 	for _, c := range b.children {
 		pin := ""
 		if cpus := b.cfg.pin[c.role]; cpus != nil {
@@ -841,7 +863,11 @@ func (b *bencher) printSlow(rs []*slowResult) {
 		if r.PerStreamKiB > 64 {
 			verdict = "over"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t%v\t\n", r.Path, r.Streams, r.Open, r.IdleRSS, r.HeldRSS, r.PerStreamKiB, verdict, r.Hold.Failed)
+		failed := "-"
+		if len(r.Hold.Failed) > 0 {
+			failed = fmt.Sprint(r.Hold.Failed)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t\n", r.Path, r.Streams, r.Open, r.IdleRSS, r.HeldRSS, r.PerStreamKiB, verdict, failed)
 	}
 	_ = tw.Flush()
 }
