@@ -68,9 +68,16 @@ How to read it:
                bare and spillway while the mock sends one event a second;
                resident memory in flight minus idle, per stream (target
                <= 64 KiB at 1000).
-Compare figures within one run, not across runs: other work on the machine
-moves absolute numbers, much less the ratios. Pin processes (--pin) to
-separate them; unpinned, they share every core.
+Closed loop (the default) runs every path at its own saturation: CPU per
+request there is what a busy proxy pays, and first-byte times are mostly
+queueing. An open loop at a rate every path sustains (--rate 300
+--concurrency 64) compares the paths at equal throughput: that is where
+the first-byte overhead means latency added by the hop. CPU per request is
+higher at low rates (less batching per wake-up), so compare it only within
+one row of ratios. Compare figures within one run, not across runs: other
+work on the machine (the load average is printed) moves absolute numbers
+far more than the ratios. Pin processes (--pin) to separate them; unpinned,
+they share every core.
 
 flags:
 `
