@@ -61,6 +61,15 @@ func drillRungs() []drillRung {
 const drillTimeouts = "{connect: 1s, first_byte: 300ms, idle: 300ms, total: 1s}"
 const drillHealth = "open_for: 1s, suppress_for: 1s, cooldown: 1s, window: 10s, min_samples: 20, last_resort_every: 250ms"
 
+// drillPool names the pool's rungs in order, for the report.
+func drillPool() string {
+	var ids []string
+	for _, r := range drillRungs() {
+		ids = append(ids, r.id)
+	}
+	return strings.Join(ids, " > ")
+}
+
 // drillConfig is the YAML of the drill's gateway.
 func drillConfig(rs []drillRung, addrs []string, ledger string) string {
 	var b strings.Builder
@@ -115,6 +124,8 @@ func runDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer f.Close()
 		log = slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	fmt.Fprintf(stdout, "pool %s, every rung: timeouts %s, health {%s}; the primary also {%s}\n",
+		drillPool(), drillTimeouts, drillHealth, strings.TrimSuffix(drillRungs()[0].extra, ", "))
 	rep, err := drillOnce(ctx, cfg, log)
 	if rep != nil {
 		rep.WriteText(stdout)

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/spillway-gw/spillway/internal/drill"
 )
@@ -18,6 +20,7 @@ func TestShortDrill(t *testing.T) {
 	// The Bedrock rung's credential (the mock takes any), set for this test
 	// only so that runDrill leaves the environment alone.
 	t.Setenv(drillKeyEnv, "drill-test")
+	before := runtime.NumGoroutine()
 	var out, errb bytes.Buffer
 	jsonPath := filepath.Join(t.TempDir(), "drill.json")
 	err := runDrill(context.Background(), []string{"--short", "--quiet", "--json", jsonPath}, &out, &errb)
@@ -40,6 +43,16 @@ func TestShortDrill(t *testing.T) {
 		if !inv.Pass {
 			t.Errorf("%s broken: %v", inv.Name, inv.Examples)
 		}
+	}
+	// Everything the drill started is gone: mocks, gateway, refreshers,
+	// connections. Connection goroutines exit as their peers close.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines before the drill, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
 
