@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
@@ -23,6 +25,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("listen", "", "listen address (overrides server.listen)")
 	reload := fs.Duration("reload-every", 2*time.Second, "how often to check the config file for changes (0 = never)")
 	withMocks := fs.Bool("mocks", false, "also run the built-in mock provider of every loopback deployment, on its configured address")
+	pprofAddr := fs.String("pprof", os.Getenv("SPILLWAY_PPROF"), "serve Go's pprof profiles on this loopback address (default $SPILLWAY_PPROF; empty = off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -33,6 +36,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *withMocks {
 		stop, err := startConfiguredMocks(ctx, snap, stdout)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if *pprofAddr != "" {
+		stop, err := servePprof(*pprofAddr, log)
 		if err != nil {
 			return err
 		}
@@ -98,6 +108,22 @@ func startConfiguredMocks(ctx context.Context, snap *catalog.Snapshot, stdout io
 		fmt.Fprintf(stdout, "mock %s provider for %s on http://%s\n", d.Provider, d.ID, ln.Addr())
 	}
 	return stopAll, nil
+}
+
+// servePprof serves the runtime profiles on a separate loopback listener,
+// never on the gateway's own.
+func servePprof(addr string, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("pprof listening", "addr", ln.Addr().String())
+	return serveBackground(ln, mux), nil
 }
 
 // serveBackground serves h on ln until the returned stop is called.

@@ -87,3 +87,22 @@ func BenchmarkLedger(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStream20 is one 20-event OpenAI stream through the whole gateway
+// (auth, routing, budgets, ledger), for profiling the streaming hot path.
+func BenchmarkStream20(b *testing.B) {
+	h := newHarness(b, rungSpec{"primary", "openai"})
+	h.fault("primary", "tokens=20")
+	body := `{"model":"` + publicModel + `","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if post(b, h, body) != "primary" {
+				b.Error("not served")
+				return
+			}
+		}
+	})
+}
