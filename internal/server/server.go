@@ -55,7 +55,7 @@ type Options struct {
 	Idempotency *idempotency.Store
 	// Metrics records Prometheus metrics (default: a fresh registry).
 	Metrics *metrics.Metrics
-	Log         *slog.Logger
+	Log     *slog.Logger
 	// Getenv resolves credential environment variables (default os.Getenv).
 	Getenv func(string) string
 	// Now is the clock (default time.Now).
