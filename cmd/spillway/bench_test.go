@@ -181,7 +181,7 @@ func TestRunBenchTiny(t *testing.T) {
 		found := false
 		for line := range strings.Lines(ratioTable) {
 			f := strings.Fields(line)
-			found = found || (len(f) > 3 && f[0] == mode && f[1] == "4" && strings.HasSuffix(f[2], "x"))
+			found = found || (len(f) > 3 && f[0] == mode && f[1] == "4")
 		}
 		if !found {
 			t.Errorf("no ratio row for %s:\n%s", mode, out)
@@ -198,18 +198,22 @@ func TestRunBenchTiny(t *testing.T) {
 	if len(rep.Cells) != 9 || len(rep.Ratios) != 3 || rep.ClockTicks <= 0 {
 		t.Fatalf("report: %d cells, %d ratios, clock ticks %d", len(rep.Cells), len(rep.Ratios), rep.ClockTicks)
 	}
+	cpu := 0.0
 	for _, c := range rep.Cells {
-		if c.Load == nil || c.Load.OK == 0 || c.Load.Failed() != 0 {
+		if c.Load == nil || c.Load.OK == 0 || c.Load.Failed() != 0 || c.Load.Window <= 0 {
 			t.Errorf("cell %s %s: %+v", c.Path, c.Mode, c.Load)
 		}
-		if c.Path != "direct" && c.ProxyCPU <= 0 && c.Load.Window > 0 {
-			// 10 ms clock ticks over a 300 ms window can read zero only
-			// if the proxy did no work at all.
-			t.Errorf("cell %s %s: no proxy CPU", c.Path, c.Mode)
+		if c.Path != "direct" {
+			cpu += c.ProxyCPU
 		}
 	}
+	// CPU is read in 10 ms clock ticks: one 300 ms cell on a starved
+	// machine may read zero, all six proxy cells cannot.
+	if cpu <= 0 {
+		t.Error("no proxy CPU measured in any cell")
+	}
 	for _, r := range rep.Ratios {
-		if r.CPU <= 0 || r.RPS <= 0 || r.RPSDirect <= 0 || (r.Mode != "plain" && (r.TTFBP99 == nil || r.BareTTFBP99 == nil)) {
+		if r.RPS <= 0 || r.RPSDirect <= 0 || r.CPUTarget <= 0 || (r.Mode != "plain" && (r.TTFBP99 == nil || r.BareTTFBP99 == nil)) {
 			t.Errorf("ratio %+v", r)
 		}
 	}
