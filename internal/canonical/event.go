@@ -66,6 +66,14 @@ type Stream interface {
 	Close() error
 }
 
+// Pender is implemented by streams that can tell, without blocking, whether
+// another event is already available. The engine flushes the caller's
+// stream only when none is: a burst goes out in one write, and a lone event
+// is never held back.
+type Pender interface {
+	Pending() bool
+}
+
 // StopReason is why the model stopped.
 type StopReason string
 

@@ -115,6 +115,7 @@ type recSink struct {
 	delivered int
 	failAfter int // fail writes after this many events; 0 = never
 	finishErr string
+	flushes   int
 }
 
 func (s *recSink) Commit(res *Result) error {
@@ -133,6 +134,8 @@ func (s *recSink) Event(ev *canonical.Event) error {
 	s.events = append(s.events, ev.Kind.String()+":"+ev.Text)
 	return nil
 }
+
+func (s *recSink) Flush() error { s.flushes++; return nil }
 
 func (s *recSink) Finish(res *Result) error {
 	s.finished, s.stop = true, res.Stop
@@ -483,4 +486,41 @@ func TestGate(t *testing.T) {
 			t.Fatalf("err %v", res.Err)
 		}
 	})
+}
+
+// pendingStream says events are ready while more remain in its script.
+type pendingStream struct{ fakeStream }
+
+func (s *pendingStream) Pending() bool { return len(s.steps) > 0 && !s.steps[0].stall }
+
+type pendingAdapter struct{ fakeAdapter }
+
+func (f *pendingAdapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
+	s := f.take(t)
+	return &pendingStream{fakeStream{ctx: ctx, steps: s.steps}}, nil
+}
+
+// A burst of ready events goes out in one flush; a lone event at once.
+func TestStreamCoalescesReadyEvents(t *testing.T) {
+	p, _ := plan(t, []script{okStream("a", "b", "c", "d")})
+	pa := &pendingAdapter{fakeAdapter{t: t, scripts: []script{okStream("a", "b", "c", "d")}}}
+	p.Rungs[0].Adapter = pa
+	sink := &recSink{}
+	res := newEngine().Stream(context.Background(), p, &canonical.Request{}, sink)
+	if res.Err != nil || len(sink.events) != 4 {
+		t.Fatalf("err %v events %v", res.Err, sink.events)
+	}
+	// The four deltas were all ready, followed by stop and usage: the last
+	// delta is followed by ready events too, so at most one flush is needed
+	// before Finish (which flushes itself).
+	if sink.flushes > 1 {
+		t.Errorf("%d flushes for a burst of ready events", sink.flushes)
+	}
+	// Without Pending, every event is flushed.
+	p2, _ := plan(t, []script{okStream("a", "b", "c", "d")})
+	sink2 := &recSink{}
+	newEngine().Stream(context.Background(), p2, &canonical.Request{}, sink2)
+	if sink2.flushes != 4 {
+		t.Errorf("%d flushes without Pending, want one per event", sink2.flushes)
+	}
 }

@@ -17,8 +17,11 @@ type Sink interface {
 	// sent (or before Finish for an empty answer). res says which rung
 	// serves and every attempt so far; the sink writes headers then.
 	Commit(res *Result) error
-	// Event receives semantic events only, in order.
+	// Event receives semantic events only, in order. It need not flush:
+	// the engine calls Flush when no further event is ready.
 	Event(ev *canonical.Event) error
+	// Flush sends what Commit and Event wrote.
+	Flush() error
 	// Finish ends a complete answer. res is final: its attempts, usage,
 	// stop reason and serving rung are set, so the sink can settle before
 	// it writes the success terminator.
@@ -147,6 +150,7 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		return fail(classify(ctx, actx, err, true))
 	}
 	defer st.Close()
+	pender, _ := st.(canonical.Pender)
 
 	var (
 		usage    canonical.Usage
@@ -209,7 +213,13 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 				return fail(failure.Cancelled(cerr))
 			}
 		}
-		if werr := sink.Event(&ev); werr != nil {
+		werr := sink.Event(&ev)
+		// Flush only when the provider has nothing more ready: a burst goes
+		// out in one write, a lone event at once.
+		if werr == nil && (pender == nil || !pender.Pending()) {
+			werr = sink.Flush()
+		}
+		if werr != nil {
 			res.Usage, res.UsageReported = usage, reported
 			return fail(failure.Cancelled(werr))
 		}

@@ -46,7 +46,18 @@ type SSEStream struct {
 	terminal string
 }
 
-var _ canonical.Stream = (*SSEStream)(nil)
+var (
+	_ canonical.Stream = (*SSEStream)(nil)
+	_ canonical.Pender = (*SSEStream)(nil)
+)
+
+// Pending reports whether an event is available without blocking: decoded
+// and queued, or its bytes already read.
+func (s *SSEStream) Pending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.q.head < len(s.q.events) || (s.rd != nil && s.rd.Buffered() > 0)
+}
 
 // NewSSEStream reads body with dec. terminal names the event whose absence
 // makes an ended body a truncation (e.g. "data: [DONE]").

@@ -57,13 +57,17 @@ func (k *streamSink) Commit(res *engine.Result) error {
 	setRouteHeaders(h, k.c, res, k.p)
 	k.w.WriteHeader(http.StatusOK)
 	*k.buf = k.enc.Start((*k.buf)[:0])
-	return k.flush()
+	return k.write()
 }
 
 func (k *streamSink) Event(ev *canonical.Event) error {
 	*k.buf = k.enc.Event((*k.buf)[:0], ev)
-	return k.flush()
+	return k.write()
 }
+
+// Flush sends what was written; the engine calls it when the provider has
+// no further event ready.
+func (k *streamSink) Flush() error { return k.rc.Flush() }
 
 // Finish settles (durably) before the success terminator goes out, so a
 // caller who saw the terminator has a settled row.
@@ -89,11 +93,18 @@ func (k *streamSink) Interrupt(res *engine.Result) error {
 	return err
 }
 
-func (k *streamSink) flush() error {
+// write hands the buffer to the response writer without flushing.
+func (k *streamSink) write() error {
 	if len(*k.buf) == 0 {
 		return nil
 	}
-	if _, err := k.w.Write(*k.buf); err != nil {
+	_, err := k.w.Write(*k.buf)
+	return err
+}
+
+// flush writes the buffer and sends everything.
+func (k *streamSink) flush() error {
+	if err := k.write(); err != nil {
 		return err
 	}
 	return k.rc.Flush()

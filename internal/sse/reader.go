@@ -44,6 +44,16 @@ func NewReader(r io.Reader) *Reader {
 	return &Reader{br: br}
 }
 
+// Buffered is the number of bytes already read from the input but not yet
+// parsed: more than zero means the next event may be available without
+// blocking.
+func (r *Reader) Buffered() int {
+	if r.br == nil {
+		return 0
+	}
+	return r.br.Buffered()
+}
+
 // Release returns the Reader's buffer to the pool. The Reader must not be
 // used afterwards.
 func (r *Reader) Release() {

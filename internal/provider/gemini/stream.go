@@ -54,7 +54,17 @@ type stream struct {
 	err    error // sticky: io.EOF after a complete answer, or the failure
 }
 
-var _ canonical.Stream = (*stream)(nil)
+var (
+	_ canonical.Stream = (*stream)(nil)
+	_ canonical.Pender = (*stream)(nil)
+)
+
+// Pending reports whether an event is available without blocking.
+func (s *stream) Pending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.head < len(s.q) || (s.br != nil && s.br.Buffered() > 0)
+}
 
 func newStream(body io.ReadCloser) *stream {
 	br := readerPool.Get().(*bufio.Reader)
