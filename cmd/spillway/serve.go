@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/logsink"
 	"github.com/spillway-gw/spillway/internal/mock"
 )
 
@@ -29,7 +30,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	// The access log is handed off: a request never waits on stderr.
+	logOut := logsink.New(stderr, 0)
+	defer logOut.Close()
+	log := slog.New(slog.NewJSONHandler(logOut, nil))
 	snap, err := catalog.LoadSnapshot(*cfgPath)
 	if err != nil {
 		return err
