@@ -8,7 +8,8 @@
 // the gateway's URL and a virtual key, the mock deployments of one pool (in
 // pool order, each with its mock, whose faults it scripts phase by phase),
 // the ledger file, and a way to flush the ledger. It speaks raw HTTP in the
-// three caller dialects and reads every stream byte by byte.
+// three caller dialects and reads every stream to its last byte, checking
+// its framing.
 package drill
 
 import (
