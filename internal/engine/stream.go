@@ -17,7 +17,8 @@ type Sink interface {
 	// sent (or before Finish for an empty answer). res says which rung
 	// serves and every attempt so far; the sink writes headers then.
 	Commit(res *Result) error
-	// Event receives semantic events only, in order. It need not flush:
+	// Event receives semantic events only, in order; ev is valid only for
+	// the call. It need not flush:
 	// the engine calls Flush when no further event is ready.
 	Event(ev *canonical.Event) error
 	// Flush sends what Commit and Event wrote.
@@ -168,8 +169,12 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		res.Attempts = res.Attempts[:len(res.Attempts)-1]
 		return err
 	}
+	// One event variable for the whole attempt: the sink gets its address
+	// and must not keep it, so it escapes once, not once per event.
+	var ev canonical.Event
 	for {
-		ev, err := st.Next()
+		var err error
+		ev, err = st.Next()
 		if err == io.EOF {
 			if !res.Committed {
 				if cerr := commit(); cerr != nil {
