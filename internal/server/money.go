@@ -32,14 +32,20 @@ const (
 // the credit gate. A refusal is returned as the caller's 429 with the
 // specific reason, and never walks the chain.
 func (s *Server) reserve(c *call, p *engine.Plan) *failure.Public {
-	c.inputEst = budget.EstimateInputTokens(c.req.InputBytes())
+	inputBytes := c.req.InputBytes()
+	c.inputEst = budget.EstimateInputTokens(inputBytes)
+	// The reservation must bound the bill, so the prompt is counted at one
+	// token per byte (no tokenizer makes a token of less than a byte), plus
+	// an allowance for each message's and the request's own framing, which
+	// providers bill too; the ~4-bytes-per-token estimate undercounts.
+	inputUpper := inputBytes + 32*len(c.req.Messages) + 64
 	var amount int64
 	for i := range p.Rungs {
 		d := p.Rungs[i].Deployment
 		if d.Funding == catalog.FundingBYOK {
 			continue
 		}
-		if worst, ok := budget.WorstCaseMicro(d.Price, c.inputEst, d.OutputCeiling(c.req.MaxTokens)); ok && worst > amount {
+		if worst, ok := budget.WorstCaseMicro(d.Price, inputUpper, d.OutputCeiling(c.req.MaxTokens)); ok && worst > amount {
 			amount = worst
 		}
 	}
