@@ -117,6 +117,10 @@ func (s *Server) newClient(d *catalog.Deployment) *http.Client {
 		MaxIdleConnsPerHost:   512,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// Every stream in flight holds its connection's buffers for minutes;
+		// the stream reader has its own, so the transport's can be small.
+		ReadBufferSize:  2 << 10,
+		WriteBufferSize: 2 << 10,
 	}
 	if s.opts.Transport != nil {
 		rt = s.opts.Transport(d, rt)

@@ -25,7 +25,7 @@ type Event struct {
 	Data []byte
 }
 
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
 // Reader parses an event stream. It is not safe for concurrent use.
 type Reader struct {

@@ -37,7 +37,7 @@ var (
 )
 
 // readerPool holds the stream readers' buffers across streams.
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
 // stream is a canonical.Stream over a streamGenerateContent body. No
 // goroutine is involved: Next does the reading.
