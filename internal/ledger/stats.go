@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// WriterStats describes a Writer's work so far.
+// WriterStats describes a Writer's work so far. With a Journal, a "commit"
+// is a group commit's journal append; ingestion into the store is counted
+// apart.
 type WriterStats struct {
-	Batches      int64 // committed transactions
-	Reservations int64 // reservation rows committed
+	Batches      int64 // committed group commits (transactions, or journal appends)
+	Reservations int64 // reservations committed
 	Settlements  int64 // settlements committed (duplicates the store skipped included)
 	Retries      int64 // failed WriteBatch calls that were retried
 	Lost         int64 // items whose batch finally failed or was rejected
@@ -22,6 +24,14 @@ type WriterStats struct {
 	// time the gateway's final byte waits for the ledger.
 	SettleP50, SettleP99, SettleMax time.Duration
 	Queued                          int // items waiting for the writer now
+
+	// Journal mode only.
+	Ingests  int64 // store transactions series that ingested a pending set
+	Ingested int64 // records ingested (reservations settled before ingestion are not counted)
+	// Ingest latency: one pending set into the store.
+	IngestP50, IngestP99, IngestMax time.Duration
+	Pending                         int   // records waiting for ingestion now
+	JournalFailures                 int64 // group commits whose journal append failed (sent to the store instead)
 }
 
 // Stats returns a snapshot of the Writer's counters.
@@ -40,6 +50,15 @@ func (w *Writer) Stats() WriterStats {
 	}
 	ws.CommitP50, ws.CommitP99, ws.CommitMax = w.st.commit.quantiles()
 	ws.SettleP50, ws.SettleP99, ws.SettleMax = w.st.wait.quantiles()
+	ws.Ingests = w.st.ingests.Load()
+	ws.Ingested = w.st.ingestedRows.Load()
+	ws.IngestP50, ws.IngestP99, ws.IngestMax = w.st.ingest.quantiles()
+	ws.JournalFailures = w.st.journalFailures.Load()
+	if w.j != nil {
+		w.jmu.Lock()
+		ws.Pending = w.cur.live
+		w.jmu.Unlock()
+	}
 	return ws
 }
 
@@ -47,6 +66,15 @@ type stats struct {
 	batches, reservations, settlements atomic.Int64
 	retries, failed, maxBatch          atomic.Int64
 	commit, wait                       histogram
+
+	ingests, ingestedRows, journalFailures atomic.Int64
+	ingest                                 histogram
+}
+
+func (s *stats) ingested(rows int, d time.Duration) {
+	s.ingests.Add(1)
+	s.ingestedRows.Add(int64(rows))
+	s.ingest.record(d)
 }
 
 func (s *stats) committed(res, set int, d time.Duration) {

@@ -33,6 +33,37 @@ type WriterOptions struct {
 	// on the writer's goroutine), an invalid SettleAsync or a Reserve after
 	// Close (on the caller's). It must not block. Default: log only.
 	OnError func(error)
+
+	// Journal, when set, puts a durable journal in front of the store: a
+	// group commit is one write(2) to the journal instead of a store
+	// transaction, and a background ingester moves the records into the
+	// store in large batches (see Journal). The Writer owns it from
+	// NewWriter on and closes it in Close. Nil (the default): every batch
+	// is a store transaction, as a store that is cheap to commit to, or a
+	// test, may want.
+	Journal *Journal
+	// Fsync makes every journal append also fsync(2) the segment (and the
+	// directory when a segment is created), so that a settlement survives
+	// a power loss or kernel crash too, at the cost of a disk flush per
+	// group commit on the request path. Default false: a settlement
+	// survives any process death once Settle returns, as with SQLite's
+	// WAL at synchronous=NORMAL. No effect without a Journal.
+	Fsync bool
+	// IngestEvery is the longest a journal record waits for ingestion
+	// into the store. Default 500ms. Usage read from the store lags by
+	// up to this much unless Sync is called first.
+	IngestEvery time.Duration
+	// IngestBatch is how many pending records start an ingest before
+	// IngestEvery, and the most one store transaction of ingestion
+	// holds. Default 2000.
+	IngestBatch int
+	// MaxPending bounds the records waiting for ingestion (held in
+	// memory as well as in the journal): past it, group commits wait for
+	// the store (backpressure, as a full queue). Default 100000.
+	MaxPending int
+
+	// ingestTick, when set (tests), replaces the IngestEvery ticker.
+	ingestTick <-chan time.Time
 }
 
 // Retry policy for a failed commit: bounded, doubling, no jitter (there is
@@ -100,21 +131,41 @@ type Writer struct {
 	// Owned by the writer goroutine; reused batch to batch.
 	buf   []item
 	batch Batch
+	jbuf  []byte // one group commit's journal records
+
+	// Journal mode (j != nil): the appender (the writer goroutine) and the
+	// ingester share the pending sets under jmu; jcond signals the
+	// appender waiting for room (MaxPending) that a set was taken.
+	j          *Journal
+	jmu        sync.Mutex
+	jcond      *sync.Cond
+	cur, spare *pendingSet
+	ingestGone bool          // the ingester exited: never wait for room
+	kick       chan struct{} // ask the ingester to ingest now
+	appendDone chan struct{} // closed by the appender after its drain
+	ingestDone chan struct{} // closed when the ingester has exited
+	// Owned by the ingester.
+	ibatch       Batch
+	ingestFailed bool // a set was given up: keep every segment from now on
 
 	st stats
 }
 
 type item struct {
-	res Reservation
-	set *Settlement // nil for a reservation
-	w   *waiter     // nil unless a Settle call waits
+	res  Reservation
+	set  *Settlement // nil for a reservation
+	w    *waiter     // nil unless a Settle or Sync call waits
+	sync bool        // a Sync marker: no row
 }
 
 // waiter carries one Settle call's result; pooled, its channel has room
 // for the one result so the writer never blocks on a caller that left.
 type waiter struct{ ch chan error }
 
-// NewWriter starts the writer's goroutine; Close stops it.
+// NewWriter starts the writer's goroutine (and, with a Journal, its
+// ingester); Close stops them. A Journal whose leftover segments Recover
+// has not replayed is ingested first (without releasing reservations: that
+// is Recover's job at start-up).
 func NewWriter(s Store, opts WriterOptions) *Writer {
 	return newWriter(s, opts, time.Now, sleepCtx)
 }
@@ -128,6 +179,15 @@ func newWriter(s Store, opts WriterOptions, now func() time.Time, sleep func(con
 	}
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 8192
+	}
+	if opts.IngestEvery <= 0 {
+		opts.IngestEvery = defaultIngestEvery
+	}
+	if opts.IngestBatch <= 0 {
+		opts.IngestBatch = defaultIngestBatch
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = defaultMaxPending
 	}
 	log := opts.Log
 	if log == nil {
@@ -150,6 +210,25 @@ func newWriter(s Store, opts WriterOptions, now func() time.Time, sleep func(con
 		buf:     make([]item, 0, opts.MaxBatch),
 	}
 	w.waiters.New = func() any { return &waiter{ch: make(chan error, 1)} }
+	if j := opts.Journal; j != nil {
+		w.j = j
+		w.jcond = sync.NewCond(&w.jmu)
+		w.cur, w.spare = newPendingSet(), newPendingSet()
+		w.kick = make(chan struct{}, 1)
+		w.appendDone = make(chan struct{})
+		w.ingestDone = make(chan struct{})
+		if len(j.leftovers) > 0 {
+			// Recover was not called: ingest what an earlier process left
+			// before anything new (a segment that cannot be read stays on
+			// disk for Recover).
+			if _, err := j.load(w.cur, &Recovery{}); err != nil {
+				w.log.Error("ledger: journal leftovers not ingested", "err", err)
+				w.cur.reset()
+			}
+			j.leftovers = nil
+		}
+		go w.ingestLoop()
+	}
 	go w.run()
 	return w
 }
@@ -162,11 +241,13 @@ func (w *Writer) Reserve(r Reservation) {
 	}
 }
 
-// Settle queues s and waits until the transaction holding it has
-// committed, returning nil, or the *WriteError that lost it
+// Settle queues s and waits until it is durable: the journal write holding
+// it has returned (with a Journal) or the store transaction holding it has
+// committed (without). It returns nil, or the *WriteError that lost it
 // (ErrInvalidSettlement or ErrClosed when s was not queued). The gateway
 // calls it just before a response's final byte, so a caller who got the
-// whole answer always has a durable settled row.
+// whole answer always has a durable settled row. With a Journal, a row the
+// store later refuses for its content is reported to OnError only.
 //
 // Queueing blocks only while the queue is full (whatever ctx says, so
 // that a settlement is never silently left out). If ctx ends while s waits
@@ -203,6 +284,33 @@ func (w *Writer) SettleAsync(s *Settlement) {
 	}
 	if err != nil {
 		w.report(fmt.Errorf("ledger: settlement %q dropped: %w", s.Request.RequestID, err))
+	}
+}
+
+// Sync returns once everything queued before it (by Reserve, Settle or
+// SettleAsync calls that returned before Sync was called) is in the store,
+// so that a usage query sees it; it forces an ingest at once and is cheap
+// when nothing is pending. Without a Journal it waits for the group commit
+// in progress. After Close, it waits for Close's flush and returns nil.
+// The error is the store's (a *WriteError) or ctx's.
+func (w *Writer) Sync(ctx context.Context) error {
+	wt := w.waiters.Get().(*waiter)
+	if err := w.send(item{sync: true, w: wt}); err != nil {
+		w.waiters.Put(wt)
+		select {
+		case <-w.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	select {
+	case err := <-wt.ch:
+		w.waiters.Put(wt)
+		return err
+	case <-ctx.Done():
+		// The writer will still deliver into wt.ch; wt is not reused.
+		return ctx.Err()
 	}
 }
 
@@ -264,6 +372,10 @@ func (w *Writer) run() {
 		case it = <-w.q:
 		case <-w.quit:
 			w.drain()
+			if w.j != nil {
+				close(w.appendDone)
+				<-w.ingestDone
+			}
 			return
 		}
 		w.buf = append(w.buf[:0], it)
@@ -348,6 +460,10 @@ func (w *Writer) take() bool {
 // batch the store rejects for its content is split in halves, in order, so
 // one bad row costs only itself; any other failure is retried as a whole.
 func (w *Writer) commit(items []item) {
+	if w.j != nil {
+		w.appendJournal(items)
+		return
+	}
 	err := w.write(items)
 	if err != nil && errors.Is(err, ErrRejected) && len(items) > 1 {
 		mid := len(items) / 2
@@ -373,11 +489,16 @@ func (w *Writer) write(items []item) error {
 	b.Reservations = b.Reservations[:0]
 	b.Settlements = b.Settlements[:0]
 	for i := range items {
-		if items[i].set != nil {
-			b.Settlements = append(b.Settlements, *items[i].set)
-		} else {
-			b.Reservations = append(b.Reservations, items[i].res)
+		switch it := &items[i]; {
+		case it.sync:
+		case it.set != nil:
+			b.Settlements = append(b.Settlements, *it.set)
+		default:
+			b.Reservations = append(b.Reservations, it.res)
 		}
+	}
+	if len(b.Reservations)+len(b.Settlements) == 0 {
+		return nil // Sync markers alone
 	}
 	defer func() {
 		clear(b.Settlements) // drop references for the GC

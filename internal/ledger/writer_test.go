@@ -61,6 +61,12 @@ func (f *fakeStore) WriteBatch(ctx context.Context, b *Batch) error {
 	return nil
 }
 
+func (f *fakeStore) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
 func (f *fakeStore) committed() [][]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
