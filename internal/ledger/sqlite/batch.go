@@ -28,14 +28,26 @@ const (
 	 output_tokens, cost_micro_usd, first_byte_ms, duration_ms, started_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-	sqlCloseReservation = `UPDATE reservations SET settled_at = ?
-	WHERE request_id = ? AND settled_at IS NULL`
+	// sqlCloseReservations closes, once per batch, every open reservation
+	// whose request is settled: those of the batch's settlements, and a
+	// reservation that reached the store after its settlement (the
+	// journal's replay or ingestion order never needs that, but the store
+	// does not rely on it). The loop runs over the open reservations only
+	// (the reservations_open partial index): a handful, requests in flight,
+	// instead of one statement per settlement. ?1 is now, ?2 the stored
+	// value of a zero FinishedAt.
+	sqlCloseReservations = `UPDATE reservations SET settled_at = (
+		SELECT CASE WHEN r.finished_at = ?2 THEN ?1 ELSE r.finished_at END
+		FROM requests AS r WHERE r.request_id = reservations.request_id)
+	WHERE settled_at IS NULL AND released_at IS NULL
+	AND EXISTS (SELECT 1 FROM requests AS r WHERE r.request_id = reservations.request_id)`
 )
 
 // WriteBatch writes b in one transaction: reservations first (a repeated
-// reservation is ignored), then each settlement's request row, its attempt
-// rows and the closing of its reservation. A settlement whose request id is
-// already settled is skipped whole, attempts included. Attempt rows are
+// reservation is ignored), then each settlement's request row and its
+// attempt rows, then the closing of every open reservation whose request
+// is settled (whichever batch brought either). A settlement whose request
+// id is already settled is skipped whole, attempts included. Attempt rows are
 // keyed by the settlement's request id (Attempt.RequestID is not read).
 // A constraint violation fails the whole batch with ledger.ErrRejected.
 // b is not retained.
@@ -50,6 +62,10 @@ func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) (err error) {
 			tx.Rollback()
 		}
 	}()
+	// The transaction ends with ctx (database/sql rolls it back between
+	// two statements); its statements run without ctx's Done channel,
+	// which would cost the driver a watcher goroutine per statement.
+	ctx = context.WithoutCancel(ctx)
 	if len(b.Reservations) > 0 {
 		st := tx.StmtContext(ctx, s.insReservation)
 		for i := range b.Reservations {
@@ -61,14 +77,13 @@ func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) (err error) {
 		}
 	}
 	if len(b.Settlements) > 0 {
-		req := tx.StmtContext(ctx, s.insRequest)
-		att := tx.StmtContext(ctx, s.insAttempt)
-		cls := tx.StmtContext(ctx, s.closeRes)
-		now := s.now()
-		for i := range b.Settlements {
-			if err := settle(ctx, req, att, cls, &b.Settlements[i], now); err != nil {
-				return err
-			}
+		if err := s.settleAll(ctx, tx, b.Settlements); err != nil {
+			return err
+		}
+	}
+	if len(b.Reservations)+len(b.Settlements) > 0 {
+		if _, err := tx.StmtContext(ctx, s.closeRes).ExecContext(ctx, micros(s.now()), micros(time.Time{})); err != nil {
+			return classify("close reservations", err)
 		}
 	}
 	if s.beforeCommit != nil {
@@ -81,7 +96,37 @@ func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) (err error) {
 	return nil
 }
 
-func settle(ctx context.Context, req, att, cls *sql.Stmt, st *ledger.Settlement, now time.Time) error {
+// settleAll writes settlements many rows per statement; when one of them
+// turns out to be settled already (a replay), it undoes that and writes
+// them one by one, skipping the settled ones whole.
+func (s *Store) settleAll(ctx context.Context, tx *sql.Tx, sets []ledger.Settlement) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT settle`); err != nil {
+		return classify("savepoint", err)
+	}
+	dup, err := s.settleMulti(ctx, tx, sets)
+	if err != nil {
+		return err
+	}
+	if dup {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO settle`); err != nil {
+			return classify("savepoint", err)
+		}
+		req := tx.StmtContext(ctx, s.insRequest)
+		att := tx.StmtContext(ctx, s.insAttempt)
+		for i := range sets {
+			if err := settle(ctx, req, att, &sets[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE settle`); err != nil {
+		return classify("savepoint", err)
+	}
+	return nil
+}
+
+// settle writes one settlement, unless its request is settled already.
+func settle(ctx context.Context, req, att *sql.Stmt, st *ledger.Settlement) error {
 	r := &st.Request
 	res, err := req.ExecContext(ctx, r.RequestID, r.Org, r.Team, r.KeyID, r.PublicModel,
 		r.ExactModel, r.Deployment, r.RouteDepth, r.Attempts, r.Status, r.FailureClass,
@@ -103,13 +148,6 @@ func settle(ctx context.Context, req, att, cls *sql.Stmt, st *ledger.Settlement,
 			a.DurationMS, micros(a.StartedAt)); err != nil {
 			return classify("attempt", err)
 		}
-	}
-	at := now.UnixMicro()
-	if !r.FinishedAt.IsZero() {
-		at = micros(r.FinishedAt)
-	}
-	if _, err := cls.ExecContext(ctx, at, r.RequestID); err != nil {
-		return classify("close reservation", err)
 	}
 	return nil
 }

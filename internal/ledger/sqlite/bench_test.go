@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -36,64 +37,91 @@ func benchSettlement(id string, at time.Time) (ledger.Reservation, *ledger.Settl
 }
 
 func openBench(b *testing.B) *sqlite.Store {
+	s, _ := openBenchPath(b)
+	return s
+}
+
+func openBenchPath(b *testing.B) (*sqlite.Store, string) {
 	b.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"))
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	return s
+	return s, path
 }
 
 // BenchmarkWriterSettle is raw ledger throughput: settlements per second
 // through the group-commit Writer, each a Reserve then a Settle that waits
-// for its commit, from 1, 32 and 128 concurrent settlers.
+// until it is durable, from 1, 32 and 128 concurrent settlers; "direct"
+// commits every group to SQLite, "journal" appends it to the journal and
+// ingests in the background. Settles/s and CPU per settlement include
+// Close, so the final ingest is paid for: everything is in SQLite at the
+// end of either mode.
 func BenchmarkWriterSettle(b *testing.B) {
-	for _, settlers := range []int{1, 32, 128} {
-		b.Run(fmt.Sprintf("settlers=%d", settlers), func(b *testing.B) {
-			s := openBench(b)
-			w := ledger.NewWriter(s, ledger.WriterOptions{})
-			var next atomic.Int64
-			lat := make([][]time.Duration, settlers)
-			at := time.Now()
-			b.ReportAllocs()
-			b.ResetTimer()
-			start, cpu0 := time.Now(), processCPU()
-			var wg sync.WaitGroup
-			for g := range settlers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						n := next.Add(1)
-						if n > int64(b.N) {
-							return
-						}
-						r, st := benchSettlement(fmt.Sprintf("req-%d", n), at.Add(time.Duration(n)*time.Millisecond))
-						t0 := time.Now()
-						w.Reserve(r)
-						if err := w.Settle(context.Background(), st); err != nil {
-							b.Error(err)
-							return
-						}
-						lat[g] = append(lat[g], time.Since(t0))
-					}
-				}()
+	for _, mode := range []string{"direct", "journal"} {
+		for _, settlers := range []int{1, 32, 128} {
+			b.Run(fmt.Sprintf("%s/settlers=%d", mode, settlers), func(b *testing.B) {
+				benchWriterSettle(b, mode == "journal", settlers)
+			})
+		}
+	}
+}
+
+func benchWriterSettle(b *testing.B, journal bool, settlers int) {
+	s, path := openBenchPath(b)
+	opts := ledger.WriterOptions{}
+	if journal {
+		j, err := ledger.OpenJournal(path + ".journal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts.Journal = j
+	}
+	w := ledger.NewWriter(s, opts)
+	var next atomic.Int64
+	lat := make([][]time.Duration, settlers)
+	at := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), processCPU()
+	var wg sync.WaitGroup
+	for g := range settlers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1)
+				if n > int64(b.N) {
+					return
+				}
+				r, st := benchSettlement(fmt.Sprintf("req-%d", n), at.Add(time.Duration(n)*time.Millisecond))
+				t0 := time.Now()
+				w.Reserve(r)
+				if err := w.Settle(context.Background(), st); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[g] = append(lat[g], time.Since(t0))
 			}
-			wg.Wait()
-			el, cpu := time.Since(start), processCPU()-cpu0
-			b.StopTimer()
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
-			if err := w.Close(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			reportLatency(b, lat)
-			st := w.Stats()
-			b.ReportMetric(float64(b.N)/el.Seconds(), "settles/s")
-			b.ReportMetric(st.AvgBatch, "items/batch")
-			b.ReportMetric(float64(st.CommitP50.Microseconds()), "commit-p50-µs")
-			b.ReportMetric(float64(st.CommitP99.Microseconds()), "commit-p99-µs")
-		})
+		}()
+	}
+	wg.Wait()
+	if err := w.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	el, cpu := time.Since(start), processCPU()-cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+	reportLatency(b, lat)
+	st := w.Stats()
+	b.ReportMetric(float64(b.N)/el.Seconds(), "settles/s")
+	b.ReportMetric(st.AvgBatch, "items/batch")
+	b.ReportMetric(float64(st.CommitP50.Microseconds()), "commit-p50-µs")
+	b.ReportMetric(float64(st.CommitP99.Microseconds()), "commit-p99-µs")
+	if journal {
+		b.ReportMetric(float64(st.Ingested)/max(float64(st.Ingests), 1), "rows/ingest")
 	}
 }
 
@@ -176,4 +204,108 @@ func reportLatency(b *testing.B, per [][]time.Duration) {
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+// droppedIndexes are the usage indexes migration 3 dropped; the "v2"
+// variants of the benchmarks put them back, for the before/after figures.
+var droppedIndexes = []string{
+	`CREATE INDEX requests_org ON requests (org, started_at)`,
+	`CREATE INDEX requests_team ON requests (team, started_at)`,
+	`CREATE INDEX requests_model ON requests (public_model, started_at)`,
+	`CREATE INDEX requests_deployment ON requests (deployment, started_at)`,
+}
+
+// openIndexed opens a store with migration 2's indexes when v2 is set.
+func openIndexed(b *testing.B, v2 bool) *sqlite.Store {
+	s, path := openBenchPath(b)
+	if v2 {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		for _, q := range droppedIndexes {
+			if _, err := db.Exec(q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return s
+}
+
+// BenchmarkStoreIngest is what the journal's ingester asks of the store:
+// one transaction of 2,000 settlements (two attempts each) whose
+// reservations were settled before ingestion, so no reservation rows.
+// ns/op is per transaction; cpu-µs/settle is the figure that matters.
+// "v2" has migration 2's six usage indexes, "v3" migration 3's two.
+func BenchmarkStoreIngest(b *testing.B) {
+	for _, v2 := range []bool{true, false} {
+		b.Run(map[bool]string{true: "indexes=v2", false: "indexes=v3"}[v2], func(b *testing.B) {
+			s := openIndexed(b, v2)
+			at := time.Now()
+			const size = 2000
+			batch := &ledger.Batch{Settlements: make([]ledger.Settlement, size)}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var cpu time.Duration
+			for i := range b.N {
+				b.StopTimer()
+				for j := range size {
+					_, st := benchSettlement(fmt.Sprintf("req-%d-%d", i, j), at.Add(time.Duration(i*size+j)*time.Millisecond))
+					batch.Settlements[j] = *st
+				}
+				b.StartTimer()
+				cpu0 := processCPU()
+				if err := s.WriteBatch(context.Background(), batch); err != nil {
+					b.Fatal(err)
+				}
+				cpu += processCPU() - cpu0
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*size), "cpu-µs/settle")
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "settles/s")
+		})
+	}
+}
+
+// BenchmarkUsage is what the dropped indexes cost the reports: 50,000
+// requests over a week (5 orgs, 20 keys, 4 models, 3 deployments), queried
+// by a key (an index in both schemas), by an org over a day, and grouped by
+// model and deployment, with and without migration 2's indexes.
+func BenchmarkUsage(b *testing.B) {
+	for _, v2 := range []bool{true, false} {
+		s := openIndexed(b, v2)
+		start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		const rows, per = 50_000, 2000
+		for i := 0; i < rows; i += per {
+			batch := &ledger.Batch{}
+			for j := i; j < i+per; j++ {
+				_, st := benchSettlement(fmt.Sprintf("req-%06d", j), start.Add(time.Duration(j)*(7*24*time.Hour/rows)))
+				r := &st.Request
+				r.Org, r.KeyID = fmt.Sprint("org", j%5), fmt.Sprint("key_", j%20)
+				r.PublicModel, r.Deployment = fmt.Sprint("model", j%4), fmt.Sprint("dep", j%3)
+				batch.Settlements = append(batch.Settlements, *st)
+			}
+			if err := s.WriteBatch(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		day := ledger.DayOf(start.Add(72 * time.Hour))
+		for _, c := range []struct {
+			name string
+			q    ledger.UsageQuery
+		}{
+			{"key", ledger.UsageQuery{Filters: map[string]string{"key": "key_7"}}},
+			{"org-day", ledger.UsageQuery{Filters: map[string]string{"org": "org3", "day": day}}},
+			{"org", ledger.UsageQuery{Filters: map[string]string{"org": "org3"}}},
+			{"by-model-deployment", ledger.UsageQuery{GroupBy: []string{"model", "deployment"}}},
+		} {
+			b.Run(fmt.Sprintf("indexes=%s/%s", map[bool]string{true: "v2", false: "v3"}[v2], c.name), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := s.Usage(context.Background(), c.q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -71,6 +71,12 @@ type Store struct {
 	insRequest     *sql.Stmt
 	insAttempt     *sql.Stmt
 	closeRes       *sql.Stmt
+	multiRequests  rowStmts
+	multiAttempts  rowStmts
+
+	// Reused by settleMulti, inside a write transaction.
+	args    []any
+	attRows []attemptRow
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -234,7 +240,7 @@ func dsn(abs string, readOnly bool) string {
 		// Take the write lock at BEGIN: a deferred transaction that
 		// upgrades later can fail with SQLITE_BUSY without waiting.
 		q.Set("_txlock", "immediate")
-		// Six usage indexes on requests: keep their hot pages cached.
+		// The requests table's indexes: keep their hot pages cached.
 		q.Add("_pragma", "cache_size(-16384)")
 	}
 	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
@@ -249,7 +255,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.insReservation, sqlInsertReservation},
 		{&s.insRequest, sqlInsertRequest},
 		{&s.insAttempt, sqlInsertAttempt},
-		{&s.closeRes, sqlCloseReservation},
+		{&s.closeRes, sqlCloseReservations},
 	} {
 		st, err := s.w.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -257,7 +263,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		}
 		*p.dst = st
 	}
-	return nil
+	return s.prepareMulti(ctx)
 }
 
 // Close checkpoints the WAL into the database file and closes every
@@ -279,7 +285,9 @@ func (s *Store) close() error {
 		s.cp.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 		errs = append(errs, s.cp.Close())
 	}
-	for _, st := range []*sql.Stmt{s.insReservation, s.insRequest, s.insAttempt, s.closeRes} {
+	stmts := []*sql.Stmt{s.insReservation, s.insRequest, s.insAttempt, s.closeRes}
+	stmts = append(append(stmts, s.multiRequests[:]...), s.multiAttempts[:]...)
+	for _, st := range stmts {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -123,12 +123,17 @@ func TestReadsDuringWrites(t *testing.T) {
 	}
 }
 
-const helperEnv = "SPILLWAY_LEDGER_CRASH_DB"
+const (
+	helperEnv = "SPILLWAY_LEDGER_CRASH_DB"
+	// journalEnv, set, makes the helper settle through a journal.
+	journalEnv = "SPILLWAY_LEDGER_CRASH_JOURNAL"
+)
 
 // TestHelperProcess is the gateway stand-in TestKillNineKeepsSettled
-// kills: it settles through the Writer from several goroutines and prints
-// each request id right after its Settle returned (the moment the gateway
-// would write the final byte). It is not a test on its own.
+// kills: it settles through the Writer (with a journal when journalEnv is
+// set, recovered first as the gateway does) from several goroutines and
+// prints each request id right after its Settle returned (the moment the
+// gateway would write the final byte). It is not a test on its own.
 func TestHelperProcess(t *testing.T) {
 	path := os.Getenv(helperEnv)
 	if path == "" {
@@ -145,7 +150,22 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(3)
 	}
-	w := ledger.NewWriter(s, ledger.WriterOptions{})
+	opts := ledger.WriterOptions{}
+	if os.Getenv(journalEnv) != "" {
+		j, err := ledger.OpenJournal(path + ".journal")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "journal:", err)
+			os.Exit(3)
+		}
+		if _, err := j.Recover(ctx, s); err != nil {
+			fmt.Fprintln(os.Stderr, "recover:", err)
+			os.Exit(3)
+		}
+		// Ingest often, so the kill lands on every stage: appending,
+		// ingesting, deleting segments.
+		opts.Journal, opts.IngestEvery, opts.IngestBatch = j, 5*time.Millisecond, 64
+	}
+	w := ledger.NewWriter(s, opts)
 	const workers = 16
 	var out sync.Mutex
 	for g := range workers {
@@ -172,14 +192,24 @@ func TestHelperProcess(t *testing.T) {
 
 // TestKillNineKeepsSettled kills a settling process with SIGKILL and checks
 // that every request it reported settled has exactly one complete row, and
-// that start-up recovery releases exactly the reservations left open.
+// that start-up recovery releases exactly the reservations left open: with
+// every batch committed to SQLite, and with the journal in front of it
+// (recovered as the gateway does: replay, then release).
 func TestKillNineKeepsSettled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a process")
 	}
+	t.Run("direct", func(t *testing.T) { killNine(t, false) })
+	t.Run("journal", func(t *testing.T) { killNine(t, true) })
+}
+
+func killNine(t *testing.T, journal bool) {
 	path := filepath.Join(t.TempDir(), "crash.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+path)
+	if journal {
+		cmd.Env = append(cmd.Env, journalEnv+"=1")
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -239,6 +269,27 @@ func TestKillNineKeepsSettled(t *testing.T) {
 		t.Fatalf("reopen after kill: %v", err)
 	}
 	defer s.Close()
+	var released []ledger.Released
+	if journal {
+		// The gateway's start-up: replay the journal, then release.
+		j, err := ledger.OpenJournal(path + ".journal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		rec, err := j.Recover(ctx, s)
+		if err != nil {
+			t.Fatalf("Recover: %v", err)
+		}
+		released = rec.Released
+		t.Logf("journal: %d segments replayed (%d reservations, %d settlements), %d torn bytes",
+			rec.Segments, rec.Reservations, rec.Settlements, rec.TornBytes)
+		if left, _ := filepath.Glob(path + ".journal.0*"); len(left) != 0 {
+			t.Errorf("segments left after Recover: %v", left)
+		}
+	} else if released, err = s.RecoverOpen(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var integrity string
 	if err := s.r.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
 		t.Fatalf("integrity_check = %q, %v", integrity, err)
@@ -262,10 +313,6 @@ func TestKillNineKeepsSettled(t *testing.T) {
 	var rows int
 	s.r.QueryRow(`SELECT COUNT(*) FROM requests`).Scan(&rows)
 
-	released, err := s.RecoverOpen(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rel := map[string]bool{}
 	for _, r := range released {
 		rel[r.RequestID] = true
