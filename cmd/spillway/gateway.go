@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/budget"
@@ -36,6 +37,10 @@ func registry() *provider.Registry {
 // (the CLI) are picked up.
 const refreshEvery = 5 * time.Second
 
+// fsyncEnv, set to true, turns on WriterOptions.Fsync: an
+// fsync per group commit, so that settlements survive a power loss too.
+const fsyncEnv = "SPILLWAY_LEDGER_FSYNC"
+
 // gateway is the assembled gateway and what must be closed after it.
 type gateway struct {
 	*server.Server
@@ -45,11 +50,21 @@ type gateway struct {
 	budget *budget.Accountant
 }
 
-// openGateway opens the ledger, releases reservations a crash left open,
-// seeds budgets and spend, and assembles the server. Background refreshers
-// run until ctx ends; call close after the HTTP server has drained.
+// openGateway opens the ledger and its journal (path.journal.N), replays
+// what an earlier process left in the journal, releases reservations a
+// crash left open, seeds budgets and spend, and assembles the server.
+// Background refreshers run until ctx ends; call close after the HTTP
+// server has drained.
 func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, stdout io.Writer) (*gateway, error) {
 	cfg := holder.Load().Config()
+	fsync := false
+	if v := os.Getenv(fsyncEnv); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: want true or false", fsyncEnv, v)
+		}
+		fsync = b
+	}
 	store, err := sqlite.Open(ctx, cfg.Ledger.Path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger %s: %w", cfg.Ledger.Path, err)
@@ -61,10 +76,29 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 			store.Close()
 		}
 	}()
-	released, err := store.RecoverOpen(ctx)
+	journal, err := ledger.OpenJournal(cfg.Ledger.Path + ".journal")
 	if err != nil {
-		return nil, fmt.Errorf("releasing open reservations: %w", err)
+		return nil, fmt.Errorf("opening the ledger's journal: %w", err)
 	}
+	defer func() {
+		if !ok {
+			journal.Close()
+		}
+	}()
+	// Before anything reads spend: the journal holds settlements the
+	// store may not have yet.
+	rec, err := journal.Recover(ctx, store)
+	if err != nil {
+		return nil, fmt.Errorf("replaying the ledger's journal: %w", err)
+	}
+	if rec.Segments > 0 {
+		log.Info("replayed the ledger journal", "segments", rec.Segments, "reservations", rec.Reservations,
+			"settlements", rec.Settlements, "torn_bytes", rec.TornBytes, "rejected", rec.Rejected)
+	}
+	if rec.Rejected > 0 {
+		log.Error("the ledger refused records replayed from its journal", "rejected", rec.Rejected)
+	}
+	released := rec.Released
 	if len(released) > 0 {
 		var total int64
 		for _, r := range released {
@@ -91,7 +125,7 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 	}
 	go g.auth.Run(ctx, refreshEvery)
 	go refreshBudgets(ctx, store, g.budget, log)
-	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log})
+	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log, Journal: journal, Fsync: fsync})
 	ic := cfg.Idempotency
 	g.Server = server.New(server.Options{
 		Catalog:     holder,

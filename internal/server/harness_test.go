@@ -139,7 +139,13 @@ func newHarnessOpts(t testing.TB, edit func(*catalog.Config), tweak func(*server
 		t.Fatal(err)
 	}
 	h.store = store
-	h.writer = ledger.NewWriter(store, ledger.WriterOptions{})
+	// The gateway's ledger: a journal in front of the store (ledger_helpers
+	// Syncs before reading the file).
+	journal, err := ledger.OpenJournal(h.dbPath + ".journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.writer = ledger.NewWriter(store, ledger.WriterOptions{Journal: journal})
 	t.Cleanup(func() {
 		_ = h.writer.Close(context.Background())
 		_ = store.Close()

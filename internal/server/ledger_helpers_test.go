@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"database/sql"
 	"testing"
 	"time"
@@ -24,8 +25,13 @@ type attRow struct {
 	cost                     int64
 }
 
+// db opens the ledger's file read only, once every settlement queued so
+// far has reached it (the ledger ingests its journal in the background).
 func (h *harness) db(t testing.TB) *sql.DB {
 	t.Helper()
+	if err := h.writer.Sync(context.Background()); err != nil {
+		t.Fatalf("syncing the ledger: %v", err)
+	}
 	db, err := sql.Open("sqlite", "file:"+h.dbPath+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
