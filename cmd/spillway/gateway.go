@@ -55,7 +55,16 @@ type gateway struct {
 // crash left open, seeds budgets and spend, and assembles the server.
 // Background refreshers run until ctx ends; call close after the HTTP
 // server has drained.
-func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, stdout io.Writer) (*gateway, error) {
+// gatewayOption tunes openGateway.
+type gatewayOption func(*server.Options)
+
+// withAccessLog writes one access-log line per request to w, by hand
+// (the hot path's logging), instead of through slog.
+func withAccessLog(w io.Writer) gatewayOption {
+	return func(o *server.Options) { o.AccessLog = w }
+}
+
+func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, stdout io.Writer, opts ...gatewayOption) (*gateway, error) {
 	cfg := holder.Load().Config()
 	fsync := false
 	if v := os.Getenv(fsyncEnv); v != "" {
@@ -127,7 +136,7 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 	go refreshBudgets(ctx, store, g.budget, log)
 	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log, Journal: journal, Fsync: fsync})
 	ic := cfg.Idempotency
-	g.Server = server.New(server.Options{
+	so := server.Options{
 		Catalog:     holder,
 		Registry:    registry(),
 		AdminKey:    os.Getenv("SPILLWAY_ADMIN_KEY"),
@@ -137,7 +146,11 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 		Ledger:      g.writer,
 		Store:       store,
 		Idempotency: idempotency.New(idempotency.Options{MaxEntries: ic.MaxEntries, MaxBytes: ic.MaxBytes, TTL: ic.TTL.D()}),
-	})
+	}
+	for _, o := range opts {
+		o(&so)
+	}
+	g.Server = server.New(so)
 	ok = true
 	return g, nil
 }

@@ -59,7 +59,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The refreshers stop with bg; the ledger closes after the server drained.
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
-	gw, err := openGateway(bg, holder, log, stdout)
+	gw, err := openGateway(bg, holder, log, stdout, withAccessLog(logOut))
 	if err != nil {
 		return err
 	}

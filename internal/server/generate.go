@@ -15,6 +15,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/idempotency"
+	"github.com/spillway-gw/spillway/internal/jsonw"
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/provider"
@@ -69,7 +70,8 @@ type call struct {
 
 func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
-	c := &call{id: newRequestID(), start: s.opts.Now(), d: h.d, costStatus: costNone}
+	now := s.opts.Now()
+	c := &call{id: newRequestID(now), start: now, d: h.d, costStatus: costNone}
 	w.Header().Set(hdrRequestID, c.id)
 	// Anthropic's SDKs read the request id from request-id.
 	w.Header().Set("Request-Id", c.id)
@@ -390,10 +392,15 @@ func (s *Server) logCall(c *call) {
 	if c.key != nil {
 		keyID = c.key.ID
 	}
-	dur := s.opts.Now().Sub(c.start)
-	s.opts.Log.Info("request", "request_id", c.id, "dialect", c.d.Name(), "key", keyID, "model", model,
-		"deployment", c.deployment, "status", c.status, "outcome", c.outcome, "cost_micro_usd", c.cost,
-		"cost_status", c.costStatus, "duration_ms", dur.Milliseconds())
+	now := s.opts.Now()
+	dur := now.Sub(c.start)
+	if s.opts.AccessLog != nil {
+		s.writeAccessLine(now, c, keyID, model, dur)
+	} else {
+		s.opts.Log.Info("request", "request_id", c.id, "dialect", c.d.Name(), "key", keyID, "model", model,
+			"deployment", c.deployment, "status", c.status, "outcome", c.outcome, "cost_micro_usd", c.cost,
+			"cost_status", c.costStatus, "duration_ms", dur.Milliseconds())
+	}
 	// The metric's model label is a configured route name, never whatever
 	// a caller typed.
 	routeModel := "unknown"
@@ -401,4 +408,37 @@ func (s *Server) logCall(c *call) {
 		routeModel = c.route.Public
 	}
 	s.opts.Metrics.ObserveRequest(c.d.Name(), routeModel, c.outcome, c.req != nil && c.req.Stream, dur, c.deployment, c.cost)
+}
+
+// writeAccessLine writes the access-log line slog would, by hand: it is
+// written once per request, and slog's generic encoding cost several times
+// the rest of the logging path.
+func (s *Server) writeAccessLine(now time.Time, c *call, keyID, model string, dur time.Duration) {
+	buf := s.getBuf()
+	b := append((*buf)[:0], `{"time":"`...)
+	b = now.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","level":"INFO","msg":"request","request_id":`...)
+	b = jsonw.AppendString(b, c.id)
+	b = append(b, `,"dialect":`...)
+	b = jsonw.AppendString(b, c.d.Name())
+	b = append(b, `,"key":`...)
+	b = jsonw.AppendString(b, keyID)
+	b = append(b, `,"model":`...)
+	b = jsonw.AppendString(b, model)
+	b = append(b, `,"deployment":`...)
+	b = jsonw.AppendString(b, c.deployment)
+	b = append(b, `,"status":`...)
+	b = jsonw.AppendInt(b, int64(c.status))
+	b = append(b, `,"outcome":`...)
+	b = jsonw.AppendString(b, c.outcome)
+	b = append(b, `,"cost_micro_usd":`...)
+	b = jsonw.AppendInt(b, c.cost)
+	b = append(b, `,"cost_status":`...)
+	b = jsonw.AppendString(b, c.costStatus)
+	b = append(b, `,"duration_ms":`...)
+	b = jsonw.AppendInt(b, dur.Milliseconds())
+	b = append(b, "}\n"...)
+	_, _ = s.opts.AccessLog.Write(b)
+	*buf = b
+	s.putBuf(buf)
 }
