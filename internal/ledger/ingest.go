@@ -270,10 +270,15 @@ func (w *Writer) ingestOnce() {
 	w.jcond.Broadcast()
 	w.jmu.Unlock()
 
+	w.ingesting.Store(int64(p.live))
 	err := w.ingestSet(p)
+	w.ingesting.Store(0)
 	if err != nil {
 		// Given up (Close's deadline): the segments stay for the next
 		// start's Recover, and so must every later one.
+		if !w.ingestFailed {
+			w.log.Warn("ledger: ingestion stopped at close; the journal keeps the rest for the next start", "err", err)
+		}
 		w.ingestFailed = true
 	} else if !w.ingestFailed {
 		w.j.remove(p.segs, w.log)

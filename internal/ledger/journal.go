@@ -80,34 +80,23 @@ func OpenJournal(path string) (*Journal, error) {
 
 // segments lists the segment numbers on disk, ascending.
 func (j *Journal) segments() ([]uint64, error) {
-	names, err := filepath.Glob(globEscape(j.path) + ".*")
+	entries, err := os.ReadDir(filepath.Dir(j.path))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: journal: %w", err)
 	}
+	prefix := filepath.Base(j.path) + "."
 	var out []uint64
-	for _, n := range names {
-		suffix := strings.TrimPrefix(n, j.path+".")
-		if suffix == "" || strings.Trim(suffix, "0123456789") != "" {
+	for _, e := range entries {
+		suffix, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || suffix == "" || strings.Trim(suffix, "0123456789") != "" {
 			continue // the lock file, or not ours
 		}
-		if seq, err := strconv.ParseUint(suffix, 10, 64); err == nil && seq > 0 {
+		if seq, err := strconv.ParseUint(suffix, 10, 64); err == nil && seq > 0 && e.Type().IsRegular() {
 			out = append(out, seq)
 		}
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// globEscape quotes the glob metacharacters of a literal path.
-func globEscape(p string) string {
-	var b strings.Builder
-	for _, r := range p {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func (j *Journal) segment(seq uint64) string { return fmt.Sprintf("%s.%010d", j.path, seq) }

@@ -30,7 +30,10 @@ func journalWriter(t *testing.T, f *fakeStore, opts WriterOptions) (*Writer, str
 	sl := &sleeps{}
 	w := newWriter(f, opts, time.Now, sl.sleep)
 	t.Cleanup(func() {
-		if err := w.Close(context.Background()); err != nil {
+		// Bounded: a test that failed with the store blocked ends anyway.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
@@ -570,9 +573,10 @@ func TestJournalBackpressure(t *testing.T) {
 	for i := range 20 {
 		w.SettleAsync(settlement(fmt.Sprint("s", i)))
 	}
+	// Pending counts the set being ingested ([first]) and the 4 waiting.
 	waitFor(t, "the writer to stop at MaxPending", func() bool {
 		st := w.Stats()
-		return st.Pending == 4 && st.Queued == 15
+		return st.Pending == 1+4 && st.Queued == 15
 	})
 	close(f.block)
 	mustSync(t, w)

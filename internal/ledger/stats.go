@@ -30,7 +30,7 @@ type WriterStats struct {
 	Ingested int64 // records ingested (reservations settled before ingestion are not counted)
 	// Ingest latency: one pending set into the store.
 	IngestP50, IngestP99, IngestMax time.Duration
-	Pending                         int   // records waiting for ingestion now
+	Pending                         int   // records not in the store yet (being ingested included)
 	JournalFailures                 int64 // group commits whose journal append failed (sent to the store instead)
 }
 
@@ -58,6 +58,7 @@ func (w *Writer) Stats() WriterStats {
 		w.jmu.Lock()
 		ws.Pending = w.cur.live
 		w.jmu.Unlock()
+		ws.Pending += int(w.ingesting.Load())
 	}
 	return ws
 }

@@ -144,6 +144,7 @@ type Writer struct {
 	kick       chan struct{} // ask the ingester to ingest now
 	appendDone chan struct{} // closed by the appender after its drain
 	ingestDone chan struct{} // closed when the ingester has exited
+	ingesting  atomic.Int64  // records of the set being ingested (Stats)
 	// Owned by the ingester.
 	ibatch       Batch
 	ingestFailed bool // a set was given up: keep every segment from now on
@@ -345,10 +346,13 @@ func validSettlement(s *Settlement) error {
 }
 
 // Close stops taking items, commits everything queued and stops the
-// goroutine. If ctx ends first, retries stop, what is left fails with the
-// store's error, and Close returns ctx's error without waiting further;
-// the goroutine exits as soon as the store returns. Close may be called
-// again to wait once more.
+// goroutine. With a Journal, that means appending it, then waiting until
+// the store has every record (a failing store is retried), deleting the
+// segments and closing the journal. If ctx ends first, retries stop, what
+// is left fails with the store's error (with a Journal, it stays in the
+// journal for the next start's Recover), and Close returns ctx's error
+// without waiting further; the goroutines exit as soon as the store
+// returns. Close may be called again to wait once more.
 func (w *Writer) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
 		w.closed.Store(true)
