@@ -242,6 +242,7 @@ func dsn(abs string, readOnly bool) string {
 		q.Set("_txlock", "immediate")
 		// The requests table's indexes: keep their hot pages cached.
 		q.Add("_pragma", "cache_size(-16384)")
+		q.Add("_pragma", "temp_store(MEMORY)")
 	}
 	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
 	return u.String()
