@@ -16,6 +16,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/health"
+	"github.com/spillway-gw/spillway/internal/ledger"
 )
 
 // Metrics holds the collectors of one gateway.
@@ -57,6 +58,13 @@ func New(h *health.Tracker) *Metrics {
 		m.reg.MustRegister(&healthCollector{h: h})
 	}
 	return m
+}
+
+// WatchLedger exports the ledger writer's counters, read at scrape time:
+// how much waits to be written, how the group commits batch, how long a
+// response's final byte waits for its settlement, and anything lost.
+func (m *Metrics) WatchLedger(stats func() ledger.WriterStats) {
+	m.reg.MustRegister(&ledgerCollector{stats: stats})
 }
 
 // Handler serves the metrics in Prometheus' text format.
@@ -103,4 +111,45 @@ func (c *healthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(healthyDesc, prometheus.GaugeValue, v, s.Deployment, string(s.State))
 		ch <- prometheus.MustNewConstMetric(errRateDesc, prometheus.GaugeValue, s.ErrorRate, s.Deployment)
 	}
+}
+
+type ledgerCollector struct{ stats func() ledger.WriterStats }
+
+var (
+	ledgerCounters = []struct {
+		desc *prometheus.Desc
+		get  func(*ledger.WriterStats) int64
+	}{
+		{prometheus.NewDesc("spillway_ledger_batches_total", "Group commits (journal appends, or store transactions without a journal).", nil, nil), func(s *ledger.WriterStats) int64 { return s.Batches }},
+		{prometheus.NewDesc("spillway_ledger_reservations_total", "Reservations committed.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Reservations }},
+		{prometheus.NewDesc("spillway_ledger_settlements_total", "Settlements committed.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Settlements }},
+		{prometheus.NewDesc("spillway_ledger_retries_total", "Failed store writes that were retried.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Retries }},
+		{prometheus.NewDesc("spillway_ledger_lost_total", "Ledger items whose write finally failed: any value above 0 needs an operator.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Lost }},
+		{prometheus.NewDesc("spillway_ledger_journal_failures_total", "Group commits whose journal append failed and went to the store instead.", nil, nil), func(s *ledger.WriterStats) int64 { return s.JournalFailures }},
+		{prometheus.NewDesc("spillway_ledger_ingests_total", "Journal ingests into the store.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Ingests }},
+		{prometheus.NewDesc("spillway_ledger_ingested_total", "Journal records ingested into the store.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Ingested }},
+	}
+	ledgerQueuedDesc  = prometheus.NewDesc("spillway_ledger_queued", "Items waiting for the ledger writer.", nil, nil)
+	ledgerPendingDesc = prometheus.NewDesc("spillway_ledger_pending", "Journal records not yet in the store.", nil, nil)
+	ledgerWaitDesc    = prometheus.NewDesc("spillway_ledger_settle_wait_seconds", "How long a response's final byte waited for its settlement to be committed (approximate quantile).", []string{"quantile"}, nil)
+)
+
+func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, lc := range ledgerCounters {
+		ch <- lc.desc
+	}
+	ch <- ledgerQueuedDesc
+	ch <- ledgerPendingDesc
+	ch <- ledgerWaitDesc
+}
+
+func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for _, lc := range ledgerCounters {
+		ch <- prometheus.MustNewConstMetric(lc.desc, prometheus.CounterValue, float64(lc.get(&s)))
+	}
+	ch <- prometheus.MustNewConstMetric(ledgerQueuedDesc, prometheus.GaugeValue, float64(s.Queued))
+	ch <- prometheus.MustNewConstMetric(ledgerPendingDesc, prometheus.GaugeValue, float64(s.Pending))
+	ch <- prometheus.MustNewConstMetric(ledgerWaitDesc, prometheus.GaugeValue, s.SettleP50.Seconds(), "0.5")
+	ch <- prometheus.MustNewConstMetric(ledgerWaitDesc, prometheus.GaugeValue, s.SettleP99.Seconds(), "0.99")
 }

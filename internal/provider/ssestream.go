@@ -63,7 +63,7 @@ func (s *SSEStream) Pending() bool {
 // makes an ended body a truncation (e.g. "data: [DONE]").
 func NewSSEStream(body io.ReadCloser, dec EventDecoder, terminal string) *SSEStream {
 	return &SSEStream{body: body, rd: sse.NewReader(body), dec: dec, terminal: terminal,
-		q: Queue{events: make([]canonical.Event, 0, 4)}}
+		q: Queue{events: make([]canonical.Event, 0, 2)}}
 }
 
 // Next returns the next event, io.EOF after the terminal event, or a

@@ -73,7 +73,7 @@ func ErrorAnswer(resp *http.Response, parse func(body []byte, a *failure.Answer)
 // failure with response bytes already received.
 func ReadBody(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
+	body, err := ReadAllSized(io.LimitReader(resp.Body, MaxResponseBody+1), resp.ContentLength, MaxResponseBody)
 	if err != nil {
 		return nil, failure.Transport(fmt.Errorf("read response body: %w", err), false)
 	}
@@ -81,6 +81,39 @@ func ReadBody(resp *http.Response) ([]byte, error) {
 		return nil, failure.Malformed("response body larger than 64 MiB", nil)
 	}
 	return body, nil
+}
+
+// ReadAllSized reads r to its end like io.ReadAll, into one buffer sized
+// by size (a Content-Length; -1 when unknown) when 0 <= size <= max, so a
+// body of known length costs one allocation instead of a growing series.
+// size is a hint only: a shorter or longer body reads correctly.
+func ReadAllSized(r io.Reader, size, max int64) ([]byte, error) {
+	if size < 0 || size > max {
+		return io.ReadAll(r)
+	}
+	// One spare byte: the read that meets EOF must not grow the buffer.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // a longer body than announced: grow
+		}
+	}
+}
+
+// IsJSON reports whether h's Content-Type is application/json (any case,
+// any parameters), without mime.ParseMediaType's allocations: adapters ask
+// it of every streamed answer.
+func IsJSON(h http.Header) bool {
+	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
 }
 
 // RetryAfter is the delay a provider asked for: retry-after-ms (milliseconds)

@@ -1,8 +1,12 @@
 package provider
 
 import (
+	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -36,5 +40,69 @@ func TestRetryAfter(t *testing.T) {
 				t.Errorf("RetryAfter = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestReadAllSized: the size is a hint, never a truth: a body shorter or
+// longer than announced reads whole, errors pass through, and a right
+// hint costs a single allocation.
+func TestReadAllSized(t *testing.T) {
+	body := strings.Repeat("0123456789", 300)
+	errBoom := errors.New("boom")
+	tests := []struct {
+		name    string
+		r       io.Reader
+		size    int64
+		want    string
+		wantErr error
+	}{
+		{"exact", strings.NewReader(body), int64(len(body)), body, nil},
+		{"unknown", strings.NewReader(body), -1, body, nil},
+		{"announced longer", strings.NewReader(body), int64(len(body)) + 100, body, nil},
+		{"announced shorter", strings.NewReader(body), 10, body, nil},
+		{"announced zero", strings.NewReader(body), 0, body, nil},
+		{"over the hint limit", strings.NewReader(body), 1 << 40, body, nil},
+		{"empty", strings.NewReader(""), 0, "", nil},
+		{"one byte at a time", iotest.OneByteReader(strings.NewReader(body)), int64(len(body)), body, nil},
+		{"error mid-way", io.MultiReader(strings.NewReader(body[:100]), iotest.ErrReader(errBoom)), int64(len(body)), body[:100], errBoom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadAllSized(tt.r, tt.size, 1<<20)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			}
+			if string(got) != tt.want {
+				t.Fatalf("read %d bytes, want %d", len(got), len(tt.want))
+			}
+		})
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if _, err := ReadAllSized(strings.NewReader(body), int64(len(body)), 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2 { // the buffer, and the strings.Reader
+		t.Errorf("%v allocations with an exact size hint", allocs)
+	}
+}
+
+func TestIsJSON(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json":                 true,
+		"application/json; charset=utf-8":  true,
+		" Application/JSON ;charset=UTF-8": true,
+		"text/event-stream":                false,
+		"application/jsonl":                false,
+		"application/problem+json":         false,
+		"":                                 false,
+	} {
+		h := http.Header{}
+		if ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		if got := IsJSON(h); got != want {
+			t.Errorf("IsJSON(%q) = %v, want %v", ct, got, want)
+		}
 	}
 }

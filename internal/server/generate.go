@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -317,7 +316,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fail
 	// once the body is in, so long streams are not cut.
 	_ = rc.SetReadDeadline(s.opts.Now().Add(60 * time.Second))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := provider.ReadAllSized(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -40,6 +40,12 @@ func TestMetrics(t *testing.T) {
 		`spillway_deployment_healthy{deployment="secondary",state="healthy"} 1`,
 		`spillway_cost_micro_usd_total{deployment="secondary"}`,
 		`spillway_first_token_seconds_bucket{deployment="primary"`,
+		// Both settlements were committed before their final bytes; the
+		// reservations were queued ahead of them.
+		"spillway_ledger_settlements_total 2\n",
+		"spillway_ledger_reservations_total 2\n",
+		"spillway_ledger_lost_total 0\n",
+		`spillway_ledger_settle_wait_seconds{quantile="0.99"}`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

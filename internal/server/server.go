@@ -102,6 +102,9 @@ func New(opts Options) *Server {
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.New(opts.Health)
+		if opts.Ledger != nil {
+			opts.Metrics.WatchLedger(opts.Ledger.Stats)
+		}
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency}
 	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}), engine.WithClock(opts.Now),

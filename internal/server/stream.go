@@ -13,8 +13,9 @@ import (
 // request that fails on every rung still gets a plain HTTP error.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engine.Plan) {
 	// A stream holds its buffer for its whole life, often minutes: start
-	// small (an event is a few hundred bytes) rather than pin a pooled 4 KiB.
-	b := make([]byte, 0, 512)
+	// small rather than pin a pooled 4 KiB. An event is a few hundred
+	// bytes; 1 KiB also holds the usual ending (finish, usage, [DONE]).
+	b := make([]byte, 0, 1024)
 	buf := &b
 	sink := &streamSink{s: s, r: r, w: w, rc: http.NewResponseController(w), enc: c.d.NewEncoder(c.meta, c.req), buf: buf, c: c, p: p}
 	res := s.engine.Stream(r.Context(), p, c.req, sink)

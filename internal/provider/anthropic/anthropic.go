@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
@@ -63,7 +62,7 @@ func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.R
 		return nil, err
 	}
 	// A JSON body where events were asked for is an error answer.
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+	if provider.IsJSON(resp.Header) {
 		return nil, jsonInsteadOfStream(resp)
 	}
 	return newStream(resp.Body), nil

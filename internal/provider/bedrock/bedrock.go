@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"mime"
 	"net/http"
 	"time"
 
@@ -86,7 +85,7 @@ func (a *Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical
 	}
 	// A JSON body where an event stream was asked for is an error answer
 	// (or garbage); it never yields events.
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+	if provider.IsJSON(resp.Header) {
 		return nil, jsonInsteadOfStream(resp)
 	}
 	return newStream(resp.Body, resp.Header.Get(requestIDHeader), t.Model), nil

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -71,7 +70,7 @@ func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.R
 	}
 	// A JSON body where events were asked for is an error answer (or a
 	// proxy that dropped alt=sse): either way not a stream to read.
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+	if provider.IsJSON(resp.Header) {
 		return nil, jsonInsteadOfStream(resp)
 	}
 	return newStream(resp.Body), nil

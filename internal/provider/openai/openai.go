@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"mime"
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
@@ -46,7 +45,7 @@ func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.R
 	}
 	// A server that answers a stream request with a JSON body is reporting
 	// an error (compatible servers do this with status 200).
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+	if provider.IsJSON(resp.Header) {
 		return nil, jsonInsteadOfStream(resp)
 	}
 	return newStream(resp.Body), nil
