@@ -244,7 +244,7 @@ func (e *Engine) Complete(ctx context.Context, p *Plan, req *canonical.Request) 
 			continue
 		}
 		a := Attempt{Rung: i, Deployment: r.Deployment.ID, Retry: retry, Start: e.now()}
-		actx, cancel := context.WithTimeoutCause(ctx, r.Deployment.Timeouts.Total.D(), &timeoutCause{failure.TimeoutTotal})
+		actx, cancel := context.WithTimeoutCause(ctx, r.Deployment.Timeouts.Total.D(), causeTotal)
 		resp, err := r.Adapter.Complete(actx, e.target(p, i), req)
 		if err == nil {
 			cancel()

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -329,6 +330,44 @@ func trail(res *Result) string {
 }
 
 func TestStreamSilenceBounds(t *testing.T) {
+	// The total bound shares the watchdog's one timer with the silence
+	// bounds: whichever comes first must fire, with its own cause.
+	total := func(id string, firstByte, idle, total time.Duration) *catalog.Deployment {
+		d := dep(id, firstByte, idle)
+		d.Timeouts.Total = catalog.Duration(total)
+		return d
+	}
+	t.Run("total before the first byte: fails over as a total timeout", func(t *testing.T) {
+		p, _ := plan(t, []script{{stallDial: true}}, []script{okStream("ok")})
+		p.Rungs[0].Deployment = total("primary", time.Minute, time.Minute, 50*time.Millisecond)
+		res := newEngine().Stream(context.Background(), p, &canonical.Request{}, &recSink{})
+		if res.Err != nil || res.Served != 1 || res.Attempts[0].Err.Timeout != failure.TimeoutTotal {
+			t.Fatalf("res = %v, attempts %+v", res.Err, res.Attempts)
+		}
+	})
+	for _, idle := range []time.Duration{time.Minute, 0} {
+		t.Run(fmt.Sprintf("total after commit with idle %v: typed interrupt as a total timeout", idle), func(t *testing.T) {
+			p, _ := plan(t, []script{{steps: []step{start, text("a"), text("b"), {stall: true}}}}, []script{okStream("never")})
+			p.Rungs[0].Deployment = total("primary", time.Minute, idle, 50*time.Millisecond)
+			sink := &recSink{}
+			begin := time.Now()
+			res := newEngine().Stream(context.Background(), p, &canonical.Request{}, sink)
+			if res.Err == nil || res.Err.Timeout != failure.TimeoutTotal || sink.interrupt == nil || sink.delivered != 2 {
+				t.Fatalf("res = %v, interrupt %v delivered %d", res.Err, sink.interrupt, sink.delivered)
+			}
+			if took := time.Since(begin); took < 50*time.Millisecond {
+				t.Errorf("ended after %v, before the total bound", took)
+			}
+		})
+	}
+	t.Run("silence bounds shorter than total still fire as themselves", func(t *testing.T) {
+		p, _ := plan(t, []script{{steps: []step{start, text("a"), {stall: true}}}}, []script{okStream("never")})
+		p.Rungs[0].Deployment = total("primary", time.Minute, 50*time.Millisecond, time.Minute)
+		res := newEngine().Stream(context.Background(), p, &canonical.Request{}, &recSink{})
+		if res.Err == nil || res.Err.Timeout != failure.TimeoutIdle {
+			t.Fatalf("res = %v", res.Err)
+		}
+	})
 	t.Run("first byte: a provider that accepts and stays silent fails over within the bound", func(t *testing.T) {
 		p, _ := plan(t, []script{{stallDial: true}}, []script{okStream("ok")})
 		p.Rungs[0].Deployment = dep("primary", 50*time.Millisecond, time.Second)
