@@ -8,6 +8,7 @@
 package wirejson
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -377,7 +378,13 @@ func (d *Decoder) number() {
 func (d *Decoder) str() []byte {
 	data := d.data
 	firstHigh := -1 // the first non-ASCII byte, where UTF-8 checks start
-	for i := d.pos + 1; i < len(data); i++ {
+	i := d.pos + 1
+	// Eight bytes at a time while none needs a look: ids, models and
+	// fingerprints are most of a chunk's bytes.
+	for i+8 <= len(data) && plain8(binary.LittleEndian.Uint64(data[i:])) {
+		i += 8
+	}
+	for ; i < len(data); i++ {
 		switch c := data[i]; {
 		case c == '"':
 			if firstHigh >= 0 && !utf8.Valid(data[firstHigh:i]) {
@@ -401,6 +408,21 @@ func (d *Decoder) str() []byte {
 	}
 	d.fail("unterminated string")
 	return nil
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain8 reports whether the eight bytes in x are printable ASCII other
+// than '"' and '\\' (a string's ordinary bytes). The zero-byte tests may
+// flag a byte that is fine (a borrow from a real hit), never miss one, so
+// false means "look byte by byte".
+func plain8(x uint64) bool {
+	q := x ^ ('"' * lsb)
+	b := x ^ ('\\' * lsb)
+	return ((x-0x20*lsb)&^x|(q-lsb)&^q|(b-lsb)&^b|x)&msb == 0
 }
 
 // strSlow decodes a string with escapes or invalid UTF-8 into scratch, the

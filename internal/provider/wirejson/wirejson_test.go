@@ -2,8 +2,10 @@ package wirejson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -146,4 +148,50 @@ func FuzzEncode(f *testing.F) {
 			t.Fatalf("AppendCompact(%q) = %s %v, want %s %v", s, got, ok, c.String(), err)
 		}
 	})
+}
+
+// TestPlain8 checks the eight-byte fast path against the byte-by-byte rule
+// it stands for: plain8 may say "look closer" for a plain word, but must
+// never pass a word holding a quote, a backslash, a control or a high byte.
+func TestPlain8(t *testing.T) {
+	plain := func(b []byte) bool {
+		for _, c := range b {
+			if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	check := func(b []byte) {
+		t.Helper()
+		if plain8(binary.LittleEndian.Uint64(b)) && !plain(b) {
+			t.Fatalf("plain8(%q) passed a word that needs a look", b)
+		}
+	}
+	// Every byte value in every position, among plain neighbours: exact.
+	for pos := range 8 {
+		for c := range 256 {
+			b := []byte("abcdefgh")
+			b[pos] = byte(c)
+			check(b)
+			if plain(b) && !plain8(binary.LittleEndian.Uint64(b)) {
+				t.Fatalf("plain8(%q) = false for a plain word", b)
+			}
+		}
+	}
+	// Random words, biased towards the bytes that matter and the borrows
+	// between them.
+	rng := rand.New(rand.NewPCG(1, 2))
+	special := []byte{0, 0x01, 0x1f, 0x20, 0x21, '"', '#', '\\', ']', 0x7f, 0x80, 0xff}
+	for range 200000 {
+		b := make([]byte, 8)
+		for i := range b {
+			if rng.IntN(2) == 0 {
+				b[i] = special[rng.IntN(len(special))]
+			} else {
+				b[i] = byte(rng.IntN(256))
+			}
+		}
+		check(b)
+	}
 }
