@@ -20,8 +20,9 @@ import (
 // step is one scripted thing a fake provider stream does.
 type step struct {
 	ev    canonical.Event
-	err   error // returned from Next instead of an event
-	stall bool  // block until the attempt is cancelled
+	err   error         // returned from Next instead of an event
+	stall bool          // block until the attempt is cancelled
+	wait  time.Duration // pause before this step (the attempt's cancel cuts it short)
 }
 
 // script is one scripted attempt: an error at dispatch, or stream steps.
@@ -92,6 +93,13 @@ func (s *fakeStream) Next() (canonical.Event, error) {
 	}
 	st := s.steps[0]
 	s.steps = s.steps[1:]
+	if st.wait > 0 {
+		select {
+		case <-time.After(st.wait):
+		case <-s.ctx.Done():
+			return canonical.Event{}, failure.Transport(s.ctx.Err(), false)
+		}
+	}
 	if st.stall {
 		<-s.ctx.Done()
 		return canonical.Event{}, failure.Transport(s.ctx.Err(), false)
@@ -360,6 +368,32 @@ func TestStreamSilenceBounds(t *testing.T) {
 			}
 		})
 	}
+	t.Run("events within the idle bound keep a stream alive past many idle periods", func(t *testing.T) {
+		steps := []step{start}
+		for range 12 {
+			steps = append(steps, step{ev: canonical.Event{Kind: canonical.EventTextDelta, Text: "x"}, wait: 15 * time.Millisecond})
+		}
+		steps = append(steps, stopEnd, usage)
+		p, _ := plan(t, []script{{steps: steps}}, []script{okStream("never")})
+		p.Rungs[0].Deployment = total("primary", 40*time.Millisecond, 40*time.Millisecond, time.Minute)
+		sink := &recSink{}
+		res := newEngine().Stream(context.Background(), p, &canonical.Request{}, sink)
+		if res.Err != nil || !sink.finished || len(sink.events) != 12 {
+			t.Fatalf("res = %v, finished %v, %d events", res.Err, sink.finished, len(sink.events))
+		}
+	})
+	t.Run("a first event late within the first-byte bound, then silence: the idle bound counts from it", func(t *testing.T) {
+		p, _ := plan(t, []script{{steps: []step{{ev: start.ev, wait: 30 * time.Millisecond}, text("a"), {stall: true}}}}, []script{okStream("never")})
+		p.Rungs[0].Deployment = total("primary", time.Minute, 30*time.Millisecond, time.Minute)
+		begin := time.Now()
+		res := newEngine().Stream(context.Background(), p, &canonical.Request{}, &recSink{})
+		if res.Err == nil || res.Err.Timeout != failure.TimeoutIdle {
+			t.Fatalf("res = %v", res.Err)
+		}
+		if took := time.Since(begin); took < 60*time.Millisecond || took > 10*time.Second {
+			t.Errorf("ended after %v; want the first event's 30ms plus the idle bound's 30ms", took)
+		}
+	})
 	t.Run("silence bounds shorter than total still fire as themselves", func(t *testing.T) {
 		p, _ := plan(t, []script{{steps: []step{start, text("a"), {stall: true}}}}, []script{okStream("never")})
 		p.Rungs[0].Deployment = total("primary", time.Minute, 50*time.Millisecond, time.Minute)

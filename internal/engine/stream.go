@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"io"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -56,71 +57,99 @@ var (
 
 // watchdog cancels an attempt when one of its bounds passes: the first-byte
 // bound until the first event, then the idle bound between events, and the
-// total bound throughout. One timer serves all three, set each time for
-// whichever comes first: per stream, one context and one timer instead of
-// two contexts and three timers (a measurable share of a short stream).
+// total bound throughout. One timer serves all three, and an event does not
+// touch it: it only notes the time, and the timer, when it fires, checks
+// whether a bound really passed and otherwise sets itself for the next
+// one. Per streamed attempt that is one context and one timer, and per
+// event a clock read instead of a timer reset.
 type watchdog struct {
-	timer *time.Timer
-	idle  time.Duration
-	end   time.Time // the total bound; zero: none
-	first bool      // no event yet; the attempt's goroutine only
-	// silence is the silence bound the timer stands for unless the total
-	// one passed; event writes it, the timer's goroutine reads it.
-	silence atomic.Pointer[timeoutCause]
-	cancel  context.CancelCauseFunc
+	timer     *time.Timer
+	start     time.Time     // offsets below are from here (monotonic)
+	firstByte time.Duration // 0: none
+	idle      time.Duration // 0: none
+	end       time.Duration // the total bound; 0: none
+	last      atomic.Int64  // offset of the latest event, -1 before the first
+	first     bool          // no event yet; the attempt's goroutine only
+	stopped   atomic.Bool
+	cancel    context.CancelCauseFunc
 }
 
 func startWatchdog(cancel context.CancelCauseFunc, firstByte, idle, total time.Duration) *watchdog {
-	w := &watchdog{idle: idle, first: true, cancel: cancel}
-	if total > 0 {
-		w.end = time.Now().Add(total)
+	w := &watchdog{start: time.Now(), firstByte: firstByte, idle: idle, end: total, first: true, cancel: cancel}
+	w.last.Store(-1)
+	if d, ok := w.due(0, firstByte); ok {
+		// Made stopped, then started, so that fire always sees w.timer.
+		w.timer = time.AfterFunc(time.Duration(math.MaxInt64), w.fire)
+		w.timer.Reset(d)
 	}
-	w.silence.Store(causeFirstByte)
-	w.arm(firstByte)
 	return w
 }
 
-// arm sets the timer for the earlier of silence from now (0: none) and the
-// total bound; with neither, it stops the timer.
-func (w *watchdog) arm(silence time.Duration) {
-	d := silence
-	if !w.end.IsZero() {
-		if left := time.Until(w.end); silence <= 0 || left < silence {
-			d = max(left, 1)
+// due is the wait from now (an offset) until the earlier of the silence
+// bound at offset silence (0: none) and the total bound; false: neither.
+func (w *watchdog) due(now, silence time.Duration) (time.Duration, bool) {
+	at := silence
+	if w.end > 0 && (at <= 0 || w.end < at) {
+		at = w.end
+	}
+	if at <= 0 {
+		return 0, false
+	}
+	return max(at-now, 1), true
+}
+
+func (w *watchdog) fire() {
+	if w.stopped.Load() {
+		return
+	}
+	now := time.Since(w.start)
+	if w.end > 0 && now >= w.end {
+		w.cancel(causeTotal)
+		return
+	}
+	bound, cause := w.firstByte, causeFirstByte
+	if last := time.Duration(w.last.Load()); last >= 0 {
+		bound, cause = 0, causeIdle
+		if w.idle > 0 {
+			bound = last + w.idle
 		}
 	}
+	if bound > 0 && now >= bound {
+		w.cancel(cause)
+		return
+	}
+	if d, ok := w.due(now, bound); ok {
+		w.timer.Reset(d)
+	}
+}
+
+// event notes that an event arrived. Only the first one may move the timer
+// earlier (an idle bound shorter than what is left of the first-byte one).
+func (w *watchdog) event() {
+	now := time.Since(w.start)
+	w.last.Store(int64(now))
+	if !w.first {
+		return
+	}
+	w.first = false
+	var idleAt time.Duration
+	if w.idle > 0 {
+		idleAt = now + w.idle
+	}
+	d, ok := w.due(now, idleAt)
 	switch {
-	case d <= 0:
-		if w.timer != nil {
-			w.timer.Stop()
-		}
+	case !ok:
+		w.stop()
 	case w.timer == nil:
-		w.timer = time.AfterFunc(d, w.fire)
+		w.timer = time.AfterFunc(time.Duration(math.MaxInt64), w.fire)
+		w.timer.Reset(d)
 	default:
 		w.timer.Reset(d)
 	}
 }
 
-func (w *watchdog) fire() {
-	if !w.end.IsZero() && !time.Now().Before(w.end) {
-		w.cancel(causeTotal)
-		return
-	}
-	w.cancel(w.silence.Load())
-}
-
-// event notes that an event arrived: the next bound is the idle one.
-func (w *watchdog) event() {
-	if w.first {
-		w.first = false
-		w.silence.Store(causeIdle)
-	} else if w.idle <= 0 {
-		return // the timer already stands for the total bound alone
-	}
-	w.arm(w.idle)
-}
-
 func (w *watchdog) stop() {
+	w.stopped.Store(true)
 	if w.timer != nil {
 		w.timer.Stop()
 	}
