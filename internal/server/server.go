@@ -72,12 +72,14 @@ type Options struct {
 
 // Server serves the gateway's HTTP API.
 type Server struct {
-	opts   Options
-	idem   *idempotency.Store
-	mux    *http.ServeMux
-	bufs   sync.Pool
-	health *health.Tracker
-	engine *engine.Engine
+	opts Options
+	idem *idempotency.Store
+	mux  *http.ServeMux
+	bufs sync.Pool // 4 KiB: whole answers and error bodies
+	// streamBufs: 1 KiB, held by a stream for its life (see stream)
+	streamBufs sync.Pool
+	health     *health.Tracker
+	engine     *engine.Engine
 
 	rtMu sync.Mutex
 	rt   atomic.Pointer[runtime]
@@ -110,6 +112,7 @@ func New(opts Options) *Server {
 	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}), engine.WithClock(opts.Now),
 		engine.WithObserver(opts.Metrics))
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	s.streamBufs.New = func() any { b := make([]byte, 0, 1024); return &b }
 	s.routes()
 	return s
 }

@@ -12,11 +12,16 @@ import (
 // stream runs a streamed request. Until commit nothing is written, so a
 // request that fails on every rung still gets a plain HTTP error.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engine.Plan) {
-	// A stream holds its buffer for its whole life, often minutes: start
-	// small rather than pin a pooled 4 KiB. An event is a few hundred
-	// bytes; 1 KiB also holds the usual ending (finish, usage, [DONE]).
-	b := make([]byte, 0, 1024)
-	buf := &b
+	// A stream holds its buffer for its whole life, often minutes: a small
+	// one rather than a pooled 4 KiB. An event is a few hundred bytes;
+	// 1 KiB also holds the usual ending (finish, usage, [DONE]).
+	buf := s.streamBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledStreamBuf { // a rare giant event's buffer is dropped
+			*buf = (*buf)[:0]
+			s.streamBufs.Put(buf)
+		}
+	}()
 	sink := &streamSink{s: s, r: r, w: w, rc: http.NewResponseController(w), enc: c.d.NewEncoder(c.meta, c.req), buf: buf, c: c, p: p}
 	res := s.engine.Stream(r.Context(), p, c.req, sink)
 	switch {
@@ -37,6 +42,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engi
 		s.finishIdempotency(c, http.StatusOK, false)
 	}
 }
+
+// maxPooledStreamBuf bounds the stream buffers kept for reuse.
+const maxPooledStreamBuf = 4 << 10
 
 // streamSink writes one answer's events to the caller, one flush per event.
 type streamSink struct {

@@ -29,9 +29,14 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<
 
 // Reader parses an event stream. It is not safe for concurrent use.
 type Reader struct {
-	br      *bufio.Reader
-	name    []byte
-	data    []byte
+	br   *bufio.Reader
+	name []byte
+	data []byte
+	// inPlace is the event's only data line so far, still in br's buffer:
+	// most events are one data line and a blank line that arrive
+	// together, and then need no copy. It is copied into data before any
+	// read that could refill (and so move) the buffer.
+	inPlace []byte
 	line    []byte
 	hasData bool
 }
@@ -71,9 +76,14 @@ func (r *Reader) Release() {
 func (r *Reader) Next() (Event, error) {
 	r.name = r.name[:0]
 	r.data = r.data[:0]
+	r.inPlace = nil
 	r.hasData = false
 	pending := false
 	for {
+		if r.inPlace != nil && !r.lineBuffered() {
+			r.data = append(r.data, r.inPlace...)
+			r.inPlace = nil
+		}
 		line, err := r.readLine()
 		if err != nil {
 			if err == io.EOF && pending {
@@ -82,6 +92,9 @@ func (r *Reader) Next() (Event, error) {
 			return Event{}, err
 		}
 		if len(line) == 0 {
+			if r.inPlace != nil {
+				return Event{Name: r.name, Data: r.inPlace}, nil
+			}
 			if r.hasData {
 				return Event{Name: r.name, Data: r.data}, nil
 			}
@@ -103,19 +116,34 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "data":
-			if r.hasData {
-				r.data = append(r.data, '\n')
+			if !r.hasData {
+				if len(value) > MaxEventSize {
+					return Event{}, ErrEventTooLarge
+				}
+				r.inPlace, r.hasData = value, true
+				continue
 			}
+			if r.inPlace != nil {
+				r.data = append(r.data, r.inPlace...)
+				r.inPlace = nil
+			}
+			r.data = append(r.data, '\n')
 			if len(r.data)+len(value) > MaxEventSize {
 				return Event{}, ErrEventTooLarge
 			}
 			r.data = append(r.data, value...)
-			r.hasData = true
 		case "event":
 			r.name = append(r.name[:0], value...)
 		}
 		// "id", "retry" and unknown fields are ignored.
 	}
+}
+
+// lineBuffered reports whether a whole line is already in the buffer, so
+// that reading it will not refill (and move) the buffer.
+func (r *Reader) lineBuffered() bool {
+	b, _ := r.br.Peek(r.br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // readLine returns one line without its terminator (LF or CRLF). The slice

@@ -5,12 +5,43 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 type ev struct{ name, data string }
 
 func readAll(t testing.TB, in string) ([]ev, error) {
-	r := NewReader(strings.NewReader(in))
+	return readFrom(t, strings.NewReader(in))
+}
+
+// chunked hands out its input n bytes per Read, so lines and events straddle
+// the reader's refills.
+type chunked struct {
+	s string
+	n int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	k := min(len(p), c.n, len(c.s))
+	copy(p, c.s[:k])
+	c.s = c.s[k:]
+	return k, nil
+}
+
+// feeds are the ways a test hands an input to the reader: whole, a byte
+// per read, and in pieces that split lines and terminators.
+var feeds = map[string]func(string) io.Reader{
+	"whole":    func(s string) io.Reader { return strings.NewReader(s) },
+	"bytewise": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+	"by 7":     func(s string) io.Reader { return &chunked{s, 7} },
+	"by 4095":  func(s string) io.Reader { return &chunked{s, 4095} },
+}
+
+func readFrom(t testing.TB, in io.Reader) ([]ev, error) {
+	r := NewReader(in)
 	defer r.Release()
 	var out []ev
 	for {
@@ -42,22 +73,35 @@ func TestReader(t *testing.T) {
 		{"cut mid line", "data: a\n\ndata: b", []ev{{"", "a"}}, io.ErrUnexpectedEOF},
 		{"id and retry ignored", "id: 1\nretry: 5\ndata: z\n\n", []ev{{"", "z"}}, io.EOF},
 		{"long line", "data: " + strings.Repeat("x", 70000) + "\n\n", []ev{{"", strings.Repeat("x", 70000)}}, io.EOF},
+		{"long multi data", "data: " + strings.Repeat("x", 5000) + "\ndata: " + strings.Repeat("y", 5000) + "\n\n",
+			[]ev{{"", strings.Repeat("x", 5000) + "\n" + strings.Repeat("y", 5000)}}, io.EOF},
+		{"data then a name then data", "data: a\nevent: e\ndata: b\n\ndata: c\n\n", []ev{{"e", "a\nb"}, {"", "c"}}, io.EOF},
+		{"events filling the buffer", strings.Repeat("data: "+strings.Repeat("z", 1000)+"\n\n", 9),
+			[]ev{{"", strings.Repeat("z", 1000)}, {"", strings.Repeat("z", 1000)}, {"", strings.Repeat("z", 1000)}, {"", strings.Repeat("z", 1000)},
+				{"", strings.Repeat("z", 1000)}, {"", strings.Repeat("z", 1000)}, {"", strings.Repeat("z", 1000)}, {"", strings.Repeat("z", 1000)}, {"", strings.Repeat("z", 1000)}}, io.EOF},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := readAll(t, tt.in)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("err = %v, want %v", err, tt.wantErr)
-			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %d events %q, want %q", len(got), got, tt.want)
-			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Errorf("event %d = %q, want %q", i, got[i], tt.want[i])
-				}
-			}
-		})
+		for feed, mk := range feeds {
+			t.Run(tt.name+"/"+feed, func(t *testing.T) {
+				testRead(t, mk(tt.in), tt.want, tt.wantErr)
+			})
+		}
+	}
+}
+
+func testRead(t *testing.T, in io.Reader, want []ev, wantErr error) {
+	t.Helper()
+	got, err := readFrom(t, in)
+	if !errors.Is(err, wantErr) {
+		t.Fatalf("err = %v, want %v", err, wantErr)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d events %q, want %q", len(got), got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("event %d = %q, want %q", i, got[i], want[i])
+		}
 	}
 }
 
@@ -78,6 +122,18 @@ func FuzzReader(f *testing.F) {
 		evs, err := readAll(t, in)
 		if err != io.EOF && err != io.ErrUnexpectedEOF && err != ErrEventTooLarge {
 			t.Fatalf("unexpected error %v", err)
+		}
+		// However the input is cut into reads, the events are the same.
+		for feed, mk := range feeds {
+			got, gerr := readFrom(t, mk(in))
+			if gerr != err || len(got) != len(evs) {
+				t.Fatalf("%s: %d events, %v; whole: %d events, %v", feed, len(got), gerr, len(evs), err)
+			}
+			for i := range got {
+				if got[i] != evs[i] {
+					t.Fatalf("%s: event %d = %q, whole: %q", feed, i, got[i], evs[i])
+				}
+			}
 		}
 		// Every event re-encoded and re-read must come back the same.
 		var b []byte
