@@ -76,8 +76,11 @@ the first-byte overhead means latency added by the hop. CPU per request is
 higher at low rates (less batching per wake-up), so compare it only within
 one row of ratios. Compare figures within one run, not across runs: other
 work on the machine (the load average is printed) moves absolute numbers
-far more than the ratios. Pin processes (--pin) to separate them; unpinned,
-they share every core.
+far more than the ratios. On a shared machine even one run's ratio moves
+by a tenth or more from run to run: --rounds 3 measures every cell three
+times, the paths interleaved, and reports each ratio's median with the
+rounds' own values beside it. Pin processes (--pin) to separate them;
+unpinned, they share every core.
 
 flags:
 `
@@ -119,6 +122,7 @@ type benchConfig struct {
 	events           int
 	jsonPath         string
 	exe              string
+	rounds           int
 }
 
 // runBench runs `spillway bench`, or with args[0] == "bench-proxy" the
@@ -157,6 +161,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.IntVar(&c.events, "events", 20, "content events per streamed answer (the mock's tokens)")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every figure to this JSON file")
 	fs.StringVar(&c.exe, "exe", "", "binary to run as mock, proxy and gateway (default: this one)")
+	fs.IntVar(&c.rounds, "rounds", 1, "measure every cell this many times, paths interleaved, and report each ratio's median over the rounds (a shared machine's drift moves single runs)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchUsage)
 		fs.PrintDefaults()
@@ -189,6 +194,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 		return nil, errors.New("--slow-streams must be from 0 to 100000")
 	case c.events < 1 || c.events > 10_000:
 		return nil, errors.New("--events must be from 1 to 10000")
+	case c.rounds < 1 || c.rounds > 100:
+		return nil, errors.New("--rounds must be from 1 to 100")
 	}
 	if c.exe == "" {
 		if c.exe, err = os.Executable(); err != nil {
@@ -278,6 +285,7 @@ type benchReport struct {
 	Warmup            float64          `json:"warmup_s"`
 	Rate              float64          `json:"rate,omitempty"`
 	Events            int              `json:"events"`
+	Rounds            int              `json:"rounds"`
 	Pin               map[string][]int `json:"pin,omitempty"`
 	// LoadAvg is /proc/loadavg's 1, 5 and 15 minute figures at the start
 	// and the end: other work on the machine moves every absolute figure.
@@ -292,6 +300,7 @@ type benchCell struct {
 	Path        string `json:"path"`
 	Mode        string `json:"mode"`
 	Concurrency int    `json:"concurrency"`
+	Round       int    `json:"round"`
 	// SameAs names the mode whose measurement this is ("stream" for a
 	// translated cell of a path that does not translate).
 	SameAs string          `json:"same_as,omitempty"`
@@ -320,6 +329,10 @@ type benchRatio struct {
 	TTFBP99     *float64 `json:"ttfb_overhead_p99_ms,omitempty"`
 	BareTTFBP50 *float64 `json:"bare_ttfb_overhead_p50_ms,omitempty"`
 	BareTTFBP99 *float64 `json:"bare_ttfb_overhead_p99_ms,omitempty"`
+	// With --rounds above 1 the figures above are medians over the
+	// rounds; these are the rounds' own CPU and throughput ratios.
+	CPURounds []float64 `json:"cpu_ratio_rounds,omitempty"`
+	RPSRounds []float64 `json:"rps_ratio_rounds,omitempty"`
 }
 
 // slowResult is the RSS mode's finding for one proxy.
@@ -339,7 +352,7 @@ func (b *bencher) run(ctx context.Context) error {
 	rep := &benchReport{
 		Started: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(),
 		ClockTicks: b.hz, ClockTicksAssumed: !known, Duration: b.cfg.duration.Seconds(),
-		Warmup: b.cfg.warmup.Seconds(), Rate: b.cfg.rate, Events: b.cfg.events,
+		Warmup: b.cfg.warmup.Seconds(), Rate: b.cfg.rate, Events: b.cfg.events, Rounds: b.cfg.rounds,
 	}
 	rep.LoadAvg[0] = loadAvg()
 	if len(b.cfg.pin) > 0 {
@@ -365,10 +378,16 @@ func (b *bencher) run(ctx context.Context) error {
 		}
 		b.printSlow(rep.Slow)
 	} else {
-		if rep.Cells, err = b.matrix(ctx); err != nil {
-			return err
+		var perRound [][]*benchRatio
+		for r := 1; r <= b.cfg.rounds; r++ {
+			cells, err := b.matrix(ctx, r)
+			if err != nil {
+				return err
+			}
+			rep.Cells = append(rep.Cells, cells...)
+			perRound = append(perRound, ratios(cells, b.cfg))
 		}
-		rep.Ratios = ratios(rep.Cells, b.cfg)
+		rep.Ratios = medianRatios(perRound)
 		if err := b.printCells(rep.Cells); err != nil {
 			return err
 		}
@@ -542,7 +561,7 @@ func (b *bencher) target(path, mode string) loadgen.Target {
 
 // matrix measures every cell: modes outermost, paths innermost, so drift
 // on the machine touches the paths being compared alike.
-func (b *bencher) matrix(ctx context.Context) ([]*benchCell, error) {
+func (b *bencher) matrix(ctx context.Context, round int) ([]*benchCell, error) {
 	var cells []*benchCell
 	total := 0
 	for _, m := range b.cfg.modes {
@@ -568,8 +587,13 @@ func (b *bencher) matrix(ctx context.Context) ([]*benchCell, error) {
 				if err != nil {
 					return nil, err
 				}
-				fmt.Fprintf(b.stderr, "[%d/%d] %-8s %-10s c=%-4d %8.0f rps  ok %d cut %d errors %d  proxy %.0f µs/req\n",
-					n, total, p, m, conc, c.Load.RPS, c.Load.OK, c.Load.Cut, c.Load.Failed()-c.Load.Cut, c.ProxyCPU)
+				c.Round = round
+				prefix := ""
+				if b.cfg.rounds > 1 {
+					prefix = fmt.Sprintf("round %d/%d ", round, b.cfg.rounds)
+				}
+				fmt.Fprintf(b.stderr, "%s[%d/%d] %-8s %-10s c=%-4d %8.0f rps  ok %d cut %d errors %d  proxy %.0f µs/req\n",
+					prefix, n, total, p, m, conc, c.Load.RPS, c.Load.OK, c.Load.Cut, c.Load.Failed()-c.Load.Cut, c.ProxyCPU)
 				cells = append(cells, c)
 			}
 		}
@@ -701,6 +725,58 @@ func ratios(cells []*benchCell, cfg *benchConfig) []*benchRatio {
 	return out
 }
 
+// medianRatios folds the rounds' ratios (each round lists the same modes
+// and concurrencies in the same order) into one list of medians, keeping
+// each round's CPU and throughput ratio beside them.
+func medianRatios(rounds [][]*benchRatio) []*benchRatio {
+	if len(rounds) == 1 {
+		return rounds[0]
+	}
+	out := make([]*benchRatio, len(rounds[0]))
+	for i, first := range rounds[0] {
+		m := &benchRatio{Mode: first.Mode, Concurrency: first.Concurrency, CPUTarget: first.CPUTarget}
+		var cpu, rps, direct []float64
+		var t50, t99, b50, b99 []*float64
+		for _, rs := range rounds {
+			r := rs[i]
+			cpu, rps, direct = append(cpu, r.CPU), append(rps, r.RPS), append(direct, r.RPSDirect)
+			t50, t99, b50, b99 = append(t50, r.TTFBP50), append(t99, r.TTFBP99), append(b50, r.BareTTFBP50), append(b99, r.BareTTFBP99)
+		}
+		m.CPURounds, m.RPSRounds = cpu, rps
+		m.CPU, m.RPS, m.RPSDirect = median(cpu), median(rps), median(direct)
+		m.TTFBP50, m.TTFBP99, m.BareTTFBP50, m.BareTTFBP99 = medianPtr(t50), medianPtr(t99), medianPtr(b50), medianPtr(b99)
+		out[i] = m
+	}
+	return out
+}
+
+// median of vs (the mean of the middle two for an even count); vs is not
+// modified.
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func medianPtr(vs []*float64) *float64 {
+	var fs []float64
+	for _, v := range vs {
+		if v != nil {
+			fs = append(fs, *v)
+		}
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	return ptr(median(fs))
+}
+
 func ratio(a, b float64) float64 {
 	if b <= 0 {
 		return 0
@@ -714,9 +790,16 @@ func (b *bencher) printCells(cells []*benchCell) error {
 	rs := make([]*loadgen.Result, len(cells))
 	for i, c := range cells {
 		rs[i] = c.Load
+		name := c.Load.Name
 		if c.SameAs != "" {
+			name = c.Path + " " + c.Mode + " (=" + c.SameAs + ")"
+		}
+		if b.cfg.rounds > 1 {
+			name = fmt.Sprintf("r%d %s", c.Round, name)
+		}
+		if name != c.Load.Name {
 			cp := *c.Load
-			cp.Name = c.Path + " " + c.Mode + " (=" + c.SameAs + ")"
+			cp.Name = name
 			rs[i] = &cp
 		}
 	}
@@ -751,9 +834,13 @@ func printRatios(w io.Writer, rs []*benchRatio) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nspillway/bare (CPU per request, throughput) and first-byte overhead over direct (ms):")
+	title := "spillway/bare (CPU per request, throughput) and first-byte overhead over direct (ms):"
+	if len(rs[0].CPURounds) > 1 {
+		title = fmt.Sprintf("medians over %d rounds of spillway/bare (CPU per request, throughput) and first-byte overhead over direct (ms):", len(rs[0].CPURounds))
+	}
+	fmt.Fprintln(w, "\n"+title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tconc\tcpu ratio\ttarget\t\trps ratio\trps/direct\tttfb+ p50\tttfb+ p99\tbare ttfb+ p50\tbare ttfb+ p99\t")
+	fmt.Fprintln(tw, "mode\tconc\tcpu ratio\ttarget\t\trps ratio\trps/direct\tttfb+ p50\tttfb+ p99\tbare ttfb+ p50\tbare ttfb+ p99\tcpu ratio by round\t")
 	for _, r := range rs {
 		verdict := "-"
 		if r.CPU > 0 {
@@ -762,8 +849,16 @@ func printRatios(w io.Writer, rs []*benchRatio) error {
 				verdict = "over"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t<= %.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Mode, r.Concurrency, fx(r.CPU), r.CPUTarget, verdict,
-			fx(r.RPS), fx(r.RPSDirect), fms(r.TTFBP50), fms(r.TTFBP99), fms(r.BareTTFBP50), fms(r.BareTTFBP99))
+		byRound := "-"
+		if len(r.CPURounds) > 1 {
+			parts := make([]string, len(r.CPURounds))
+			for i, v := range r.CPURounds {
+				parts[i] = fmt.Sprintf("%.2f", v)
+			}
+			byRound = strings.Join(parts, " ")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t<= %.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Mode, r.Concurrency, fx(r.CPU), r.CPUTarget, verdict,
+			fx(r.RPS), fx(r.RPSDirect), fms(r.TTFBP50), fms(r.TTFBP99), fms(r.BareTTFBP50), fms(r.BareTTFBP99), byRound)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -37,6 +38,8 @@ func TestParseBenchFlagsRefuses(t *testing.T) {
 		{"--rate", "NaN"},
 		{"--slow-streams", "-1"},
 		{"--events", "0"},
+		{"--rounds", "0"},
+		{"--rounds", "101"},
 		{"extra"},
 	}
 	for _, args := range tests {
@@ -49,7 +52,7 @@ func TestParseBenchFlagsRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.paths, []string{"direct", "spillway"}) || !slices.Equal(c.modes, []string{"plain", "translated"}) ||
-		!slices.Equal(c.concurrency, []int{32, 128}) || !slices.Equal(c.pin["proxy"], []int{1}) || c.exe == "" {
+		!slices.Equal(c.concurrency, []int{32, 128}) || !slices.Equal(c.pin["proxy"], []int{1}) || c.exe == "" || c.rounds != 1 {
 		t.Errorf("config %+v", c)
 	}
 }
@@ -159,7 +162,7 @@ func TestRunBenchTiny(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	err := runBench(ctx, []string{"bench", "--exe", bin, "--duration", "300ms", "--warmup", "100ms", "--concurrency", "4",
-		"--modes", "plain,stream,translated", "--json", jsonPath}, &stdout, &stderr)
+		"--modes", "plain,stream,translated", "--rounds", "2", "--json", jsonPath}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -168,9 +171,9 @@ func TestRunBenchTiny(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{
-		"direct plain", "bare plain", "spillway plain", "direct stream", "bare stream", "spillway stream",
-		"direct translated (=stream)", "bare translated (=stream)", "spillway translated",
-		"proxy cpu us/req", "cpu ratio", "rps ratio", "ttfb+ p99",
+		"r1 direct plain", "r2 bare plain", "spillway plain", "direct stream", "bare stream", "spillway stream",
+		"r2 direct translated (=stream)", "bare translated (=stream)", "spillway translated",
+		"proxy cpu us/req", "medians over 2 rounds", "cpu ratio", "rps ratio", "ttfb+ p99", "cpu ratio by round",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table has no %q:\n%s", want, out)
@@ -195,7 +198,7 @@ func TestRunBenchTiny(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Cells) != 9 || len(rep.Ratios) != 3 || rep.ClockTicks <= 0 {
+	if len(rep.Cells) != 18 || len(rep.Ratios) != 3 || rep.ClockTicks <= 0 || rep.Rounds != 2 {
 		t.Fatalf("report: %d cells, %d ratios, clock ticks %d", len(rep.Cells), len(rep.Ratios), rep.ClockTicks)
 	}
 	cpu := 0.0
@@ -213,7 +216,8 @@ func TestRunBenchTiny(t *testing.T) {
 		t.Error("no proxy CPU measured in any cell")
 	}
 	for _, r := range rep.Ratios {
-		if r.RPS <= 0 || r.RPSDirect <= 0 || r.CPUTarget <= 0 || (r.Mode != "plain" && (r.TTFBP99 == nil || r.BareTTFBP99 == nil)) {
+		if r.RPS <= 0 || r.RPSDirect <= 0 || r.CPUTarget <= 0 || (r.Mode != "plain" && (r.TTFBP99 == nil || r.BareTTFBP99 == nil)) ||
+			len(r.RPSRounds) != 2 || r.RPS != median(r.RPSRounds) {
 			t.Errorf("ratio %+v", r)
 		}
 	}
@@ -319,4 +323,41 @@ func FuzzParseLists(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestMedianRatios(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	round := func(cpu, rps float64, ttfb *float64) []*benchRatio {
+		return []*benchRatio{
+			{Mode: "plain", Concurrency: 32, CPU: cpu, RPS: rps, CPUTarget: 1.2},
+			{Mode: "stream", Concurrency: 32, CPU: cpu + 1, RPS: rps, TTFBP99: ttfb, CPUTarget: 1.3},
+		}
+	}
+	one := round(1.5, 0.9, f(0.4))
+	if got := medianRatios([][]*benchRatio{one}); &got[0] != &one[0] || got[0].CPURounds != nil {
+		t.Error("one round must come back as it is")
+	}
+	got := medianRatios([][]*benchRatio{round(1.5, 0.9, f(0.4)), round(1.1, 1.0, nil), round(1.3, 0.7, f(0.2))})
+	if len(got) != 2 || got[0].Mode != "plain" || got[1].Mode != "stream" || got[0].CPUTarget != 1.2 {
+		t.Fatalf("rows %+v", got)
+	}
+	if got[0].CPU != 1.3 || got[0].RPS != 0.9 || got[1].CPU != 2.3 {
+		t.Errorf("medians cpu %v rps %v, stream cpu %v", got[0].CPU, got[0].RPS, got[1].CPU)
+	}
+	if !slices.Equal(got[0].CPURounds, []float64{1.5, 1.1, 1.3}) {
+		t.Errorf("rounds %v", got[0].CPURounds)
+	}
+	// A figure some rounds lack is the median of the rounds that have it.
+	if got[1].TTFBP99 == nil || math.Abs(*got[1].TTFBP99-0.3) > 1e-9 || got[0].TTFBP99 != nil {
+		t.Errorf("ttfb p99 %v / %v", got[1].TTFBP99, got[0].TTFBP99)
+	}
+	for _, tt := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{2}, 2}, {[]float64{3, 1}, 2}, {[]float64{5, 1, 4}, 4}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		in := slices.Clone(tt.in)
+		if got := median(in); got != tt.want || !slices.Equal(in, tt.in) {
+			t.Errorf("median(%v) = %v, want %v (input now %v)", tt.in, got, tt.want, in)
+		}
+	}
 }
