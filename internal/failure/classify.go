@@ -32,12 +32,16 @@ func Classify(a Answer) *Error {
 		Status:       a.Status,
 		ProviderType: a.Type,
 		ProviderCode: a.Code,
-		Message:      Scrub(a.Message),
 		Param:        a.Param,
 		RetryAfter:   a.RetryAfter,
 		Detail:       a.Type + " " + a.Code + ": " + a.Message,
 	}
 	e.Class = classOf(a)
+	// Only a caller's own error shows the provider's words (scrubbed);
+	// scrubbing runs six regular expressions, so only for that class.
+	if e.Class == InvalidRequest {
+		e.Message = Scrub(a.Message)
+	}
 	if e.Class != Throttled {
 		e.RetryAfter = 0
 	}

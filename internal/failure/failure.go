@@ -82,7 +82,8 @@ type Error struct {
 	// ProviderType and ProviderCode are the provider's own error type/code.
 	ProviderType string
 	ProviderCode string
-	// Message is the provider's (scrubbed) message; Param the field it names.
+	// Message is the provider's message, scrubbed, set for InvalidRequest
+	// only (the one class that shows it); Param the field it names.
 	Message string
 	Param   string
 	// Detail is an operator-only description.
