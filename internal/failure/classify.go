@@ -98,20 +98,47 @@ func classOf(a Answer) Class {
 
 // Patterns of provider detail that must not reach a caller even inside an
 // invalid-request message: request ids, organisation and account ids, ARNs,
-// keys, balances.
-var scrubPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`\b(req|msg|chatcmpl|resp|org|proj|toolu|call)[_-][A-Za-z0-9_-]{6,}`),
-	regexp.MustCompile(`\barn:aws[a-z-]*:[^\s"']+`),
-	regexp.MustCompile(`\b(sk|pk|key)-[A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`\b\d{12}\b`),
-	regexp.MustCompile(`(?i)(balance|credit)[^.;,]*\$?\d[\d.,]*`),
-	regexp.MustCompile(`(?i)organi[sz]ation\s+\S+`),
+// keys, balances. Each has a cheap test of whether it could match at all
+// (msg as given, and lowered), so that a message runs only the regular
+// expressions it might need.
+var scrubPatterns = []struct {
+	re    *regexp.Regexp
+	maybe func(msg, lower string) bool
+}{
+	{regexp.MustCompile(`\b(req|msg|chatcmpl|resp|org|proj|toolu|call)[_-][A-Za-z0-9_-]{6,}`), func(m, _ string) bool { return strings.ContainsAny(m, "_-") }},
+	{regexp.MustCompile(`\barn:aws[a-z-]*:[^\s"']+`), func(m, _ string) bool { return strings.Contains(m, "arn:aws") }},
+	{regexp.MustCompile(`\b(sk|pk|key)-[A-Za-z0-9_-]{8,}`), func(m, _ string) bool { return strings.Contains(m, "-") }},
+	{regexp.MustCompile(`\b\d{12}\b`), func(m, _ string) bool { return digitRun(m) >= 12 }},
+	{regexp.MustCompile(`(?i)(balance|credit)[^.;,]*\$?\d[\d.,]*`), func(_, l string) bool {
+		return strings.Contains(l, "balance") || strings.Contains(l, "credit")
+	}},
+	{regexp.MustCompile(`(?i)organi[sz]ation\s+\S+`), func(_, l string) bool { return strings.Contains(l, "organi") }},
+}
+
+// digitRun is the length of the longest run of ASCII digits in s.
+func digitRun(s string) int {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
 }
 
 // Scrub removes provider identifiers and account detail from a message.
 func Scrub(msg string) string {
-	for _, re := range scrubPatterns {
-		msg = re.ReplaceAllString(msg, "[redacted]")
+	lower := strings.ToLower(msg)
+	for _, p := range scrubPatterns {
+		if !p.maybe(msg, lower) {
+			continue
+		}
+		if out := p.re.ReplaceAllString(msg, "[redacted]"); out != msg {
+			msg, lower = out, strings.ToLower(out)
+		}
 	}
 	return msg
 }

@@ -153,11 +153,27 @@ func TestToPublic(t *testing.T) {
 }
 
 func FuzzScrub(f *testing.F) {
-	f.Add("req_011CabcdefXYZ and org-abcdef123456")
+	for _, s := range []string{
+		"req_011CabcdefXYZ and org-abcdef123456",
+		"arn:aws:bedrock:us-east-1:123456789012:foundation-model/x",
+		"Your CREDIT balance is $12.34; Organisation acme-corp",
+		"key-ABCDEFGH12 sk-abcdefghijkl 1234567890123",
+	} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		out := Scrub(s)
 		if Scrub(out) != out {
 			t.Fatalf("Scrub not idempotent on %q", s)
+		}
+		// The cheap tests only skip expressions that cannot match: the
+		// result is what running every expression gives.
+		want := s
+		for _, p := range scrubPatterns {
+			want = p.re.ReplaceAllString(want, "[redacted]")
+		}
+		if out != want {
+			t.Fatalf("Scrub(%q) = %q; every expression gives %q", s, out, want)
 		}
 	})
 }
