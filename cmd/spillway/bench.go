@@ -196,6 +196,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 		return nil, errors.New("--events must be from 1 to 10000")
 	case c.rounds < 1 || c.rounds > 100:
 		return nil, errors.New("--rounds must be from 1 to 100")
+	case c.rounds > 1 && c.slow > 0:
+		return nil, errors.New("--rounds applies to the table, not to --slow-streams")
 	}
 	if c.exe == "" {
 		if c.exe, err = os.Executable(); err != nil {
@@ -750,10 +752,11 @@ func medianRatios(rounds [][]*benchRatio) []*benchRatio {
 	return out
 }
 
-// median of vs (the mean of the middle two for an even count); vs is not
-// modified.
+// median of the known values of vs (above 0: ratio reports an unknown
+// ratio as 0), the mean of the middle two for an even count; 0 when none is
+// known. vs is not modified.
 func median(vs []float64) float64 {
-	s := slices.Clone(vs)
+	s := slices.DeleteFunc(slices.Clone(vs), func(v float64) bool { return v <= 0 })
 	slices.Sort(s)
 	if len(s) == 0 {
 		return 0

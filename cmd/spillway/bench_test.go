@@ -40,6 +40,7 @@ func TestParseBenchFlagsRefuses(t *testing.T) {
 		{"--events", "0"},
 		{"--rounds", "0"},
 		{"--rounds", "101"},
+		{"--rounds", "2", "--slow-streams", "10"},
 		{"extra"},
 	}
 	for _, args := range tests {
@@ -354,7 +355,9 @@ func TestMedianRatios(t *testing.T) {
 	for _, tt := range []struct {
 		in   []float64
 		want float64
-	}{{nil, 0}, {[]float64{2}, 2}, {[]float64{3, 1}, 2}, {[]float64{5, 1, 4}, 4}, {[]float64{4, 1, 3, 2}, 2.5}} {
+	}{{nil, 0}, {[]float64{2}, 2}, {[]float64{3, 1}, 2}, {[]float64{5, 1, 4}, 4}, {[]float64{4, 1, 3, 2}, 2.5},
+		// 0 is an unknown ratio, not a small one.
+		{[]float64{0, 1.6}, 1.6}, {[]float64{0, 0, 1.6}, 1.6}, {[]float64{0, 0}, 0}} {
 		in := slices.Clone(tt.in)
 		if got := median(in); got != tt.want || !slices.Equal(in, tt.in) {
 			t.Errorf("median(%v) = %v, want %v (input now %v)", tt.in, got, tt.want, in)

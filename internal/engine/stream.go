@@ -120,6 +120,10 @@ func (w *watchdog) fire() {
 	}
 	if d, ok := w.due(now, bound); ok {
 		w.timer.Reset(d)
+		if w.stopped.Load() {
+			// stop ran meanwhile: do not keep the attempt alive in a timer.
+			w.timer.Stop()
+		}
 	}
 }
 

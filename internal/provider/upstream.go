@@ -86,13 +86,15 @@ func ReadBody(resp *http.Response) ([]byte, error) {
 // ReadAllSized reads r to its end like io.ReadAll, into one buffer sized
 // by size (a Content-Length; -1 when unknown) when 0 <= size <= max, so a
 // body of known length costs one allocation instead of a growing series.
-// size is a hint only: a shorter or longer body reads correctly.
+// size is a hint only: a shorter or longer body reads correctly. The first
+// allocation is capped at sizedReadMax, so a peer that announces a large
+// body and sends nothing pins no more than that.
 func ReadAllSized(r io.Reader, size, max int64) ([]byte, error) {
 	if size < 0 || size > max {
 		return io.ReadAll(r)
 	}
 	// One spare byte: the read that meets EOF must not grow the buffer.
-	b := make([]byte, 0, size+1)
+	b := make([]byte, 0, min(size, sizedReadMax)+1)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -107,6 +109,10 @@ func ReadAllSized(r io.Reader, size, max int64) ([]byte, error) {
 		}
 	}
 }
+
+// sizedReadMax bounds what ReadAllSized allocates before bytes arrive:
+// larger bodies grow as they come, like io.ReadAll.
+const sizedReadMax = 256 << 10
 
 // IsJSON reports whether h's Content-Type is application/json (any case,
 // any parameters), without mime.ParseMediaType's allocations: adapters ask

@@ -77,6 +77,15 @@ func TestReadAllSized(t *testing.T) {
 			}
 		})
 	}
+	// A peer that announces a large body and sends little pins little.
+	got, err := ReadAllSized(strings.NewReader("{}"), 8<<20, 8<<20)
+	if err != nil || string(got) != "{}" || cap(got) > sizedReadMax+1 {
+		t.Errorf("announced 8 MiB, sent 2 bytes: %q, %v, capacity %d", got, err, cap(got))
+	}
+	big := strings.Repeat("x", 3*sizedReadMax)
+	if got, err := ReadAllSized(strings.NewReader(big), int64(len(big)), 1<<30); err != nil || string(got) != big {
+		t.Errorf("a body past the first allocation: %d bytes, %v", len(got), err)
+	}
 	allocs := testing.AllocsPerRun(20, func() {
 		if _, err := ReadAllSized(strings.NewReader(body), int64(len(body)), 1<<20); err != nil {
 			t.Fatal(err)

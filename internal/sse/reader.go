@@ -17,7 +17,7 @@ const MaxEventSize = 16 << 20
 var ErrEventTooLarge = errors.New("sse: event larger than 16 MiB")
 
 // Event is one dispatched event. Its slices are valid until the next call to
-// Reader.Next.
+// Reader.Next or Reader.Release (they may point into the reader's buffer).
 type Event struct {
 	// Name is the value of the last "event:" field; empty when none.
 	Name []byte

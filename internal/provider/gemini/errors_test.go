@@ -132,7 +132,7 @@ func TestErrorStatuses(t *testing.T) {
 				if strings.Contains(err.Error(), tgt.APIKey) {
 					t.Error("the error leaks the API key")
 				}
-				if strings.Contains(fe.Message, "123456789012") {
+				if strings.Contains(fe.ToPublic().Message, "123456789012") {
 					t.Error("the caller-visible message carries the project number")
 				}
 			})
