@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMetrics(t *testing.T) {
@@ -28,11 +29,7 @@ func TestMetrics(t *testing.T) {
 	if code, _ := get(""); code != 401 {
 		t.Errorf("metrics without the admin key: %d", code)
 	}
-	code, body := get(adminKey)
-	if code != 200 {
-		t.Fatalf("metrics: %d", code)
-	}
-	for _, want := range []string{
+	wants := []string{
 		`spillway_requests_total{dialect="openai-chat",model="` + publicModel + `",outcome="ok"} 2`,
 		`spillway_attempts_total{deployment="primary",verdict="ok"} 1`,
 		`spillway_attempts_total{deployment="primary",verdict="provider_unavailable"} 1`,
@@ -46,9 +43,27 @@ func TestMetrics(t *testing.T) {
 		"spillway_ledger_reservations_total 2\n",
 		"spillway_ledger_lost_total 0\n",
 		`spillway_ledger_settle_wait_seconds{quantile="0.99"}`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("metrics lack %s", want)
+	}
+	// A request is counted once its handler returns, which for a stream is
+	// just after its last byte reached the caller: a scrape at that moment
+	// may miss it, so poll for a while.
+	var missing []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		code, body := get(adminKey)
+		if code != 200 {
+			t.Fatalf("metrics: %d", code)
 		}
+		missing = missing[:0]
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, m := range missing {
+		t.Errorf("metrics lack %s", m)
 	}
 }
