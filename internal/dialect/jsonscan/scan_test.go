@@ -162,3 +162,27 @@ func TestMarkSince(t *testing.T) {
 		t.Fatalf("a Rewind beyond the position moved it: next is %q", c)
 	}
 }
+
+func TestPath(t *testing.T) {
+	tests := []struct {
+		p    Path
+		want string
+	}{
+		{Field("model"), "model"},
+		{Field("messages").At(2), "messages[2]"},
+		{Field("messages").At(2).F("content").At(0).F("text"), "messages[2].content[0].text"},
+		{Field("tools").At(0).F("function").F("parameters"), "tools[0].function.parameters"},
+		{Field("input").At(0).At(3), "input[3]"},
+	}
+	for _, tt := range tests {
+		if got := tt.p.String(); got != tt.want {
+			t.Errorf("path %q, want %q", got, tt.want)
+		}
+	}
+	// A Path is a value: extending one leaves the original as it was.
+	base := Field("messages").At(1)
+	_ = base.F("content")
+	if base.String() != "messages[1]" {
+		t.Errorf("base became %q", base)
+	}
+}

@@ -298,12 +298,12 @@ func decodeModalities(s *scanner) *failure.Public {
 		if p != nil || !ok {
 			return p
 		}
-		m, p := s.getStringRaw(l.at(i))
+		m, p := s.getStringRaw(l.At(i))
 		if p != nil {
 			return p
 		}
 		if string(m) != "text" {
-			return unsupported(l.at(i), "only the \"text\" modality is available")
+			return unsupported(l.At(i), "only the \"text\" modality is available")
 		}
 	}
 }
@@ -340,9 +340,9 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 		if i == 4 {
 			return nil, bad(l, "Invalid 'stop': array too long. Expected at most 4 stop sequences.")
 		}
-		v, p := s.getString(l.at(i))
+		v, p := s.getString(l.At(i))
 		if p == nil && v == "" {
-			p = bad(l.at(i), "Invalid '%s': a stop sequence must not be empty.", l.at(i))
+			p = bad(l.At(i), "Invalid '%s': a stop sequence must not be empty.", l.At(i))
 		}
 		if p != nil {
 			return nil, p
@@ -368,14 +368,14 @@ func decodeStreamOptions(s *scanner) (given, includeUsage bool, p *failure.Publi
 		switch string(key) {
 		case "include_usage":
 			var b *bool
-			if b, p = s.optBool(l.f("include_usage")); b != nil {
+			if b, p = s.optBool(l.F("include_usage")); b != nil {
 				includeUsage = *b
 			}
 		case "include_obfuscation":
 			// The gateway never pads deltas, so either value is honoured.
-			_, p = s.optBool(l.f("include_obfuscation"))
+			_, p = s.optBool(l.F("include_obfuscation"))
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return false, false, p

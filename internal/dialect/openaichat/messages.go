@@ -40,7 +40,7 @@ func (w *toolWindow) close() *failure.Public {
 	}
 	w.calls, w.answered = nil, w.answered[:0]
 	if ids != nil {
-		l := field("messages").at(w.at).f("tool_calls")
+		l := field("messages").At(w.at).F("tool_calls")
 		return bad(l, "Invalid parameter: the assistant message with '%s' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", l, strings.Join(ids, ", "))
 	}
 	return nil
@@ -62,7 +62,7 @@ func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *fail
 		if !ok {
 			break
 		}
-		ml := l.at(n)
+		ml := l.At(n)
 		var m message
 		if p := m.decode(s, ml); p != nil {
 			return "", nil, p
@@ -120,19 +120,19 @@ func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *fail
 // answer marks the call id as answered and returns its function name.
 func (w *toolWindow) answer(id string, ml loc) (string, *failure.Public) {
 	if w.calls == nil {
-		return "", bad(ml.f("role"), "Invalid parameter: '%s': messages with role 'tool' must be a response to a preceding message with 'tool_calls'.", ml.f("role"))
+		return "", bad(ml.F("role"), "Invalid parameter: '%s': messages with role 'tool' must be a response to a preceding message with 'tool_calls'.", ml.F("role"))
 	}
 	for k := range w.calls {
 		if w.calls[k].ID != id {
 			continue
 		}
 		if w.answered[k] {
-			return "", bad(ml.f("tool_call_id"), "Invalid parameter: '%s': tool call '%s' already has a response message.", ml.f("tool_call_id"), id)
+			return "", bad(ml.F("tool_call_id"), "Invalid parameter: '%s': tool call '%s' already has a response message.", ml.F("tool_call_id"), id)
 		}
 		w.answered[k] = true
 		return w.calls[k].Name, nil
 	}
-	return "", bad(ml.f("tool_call_id"), "Invalid value for '%s': '%s' does not match any 'tool_calls' id of the preceding assistant message.", ml.f("tool_call_id"), id)
+	return "", bad(ml.F("tool_call_id"), "Invalid value for '%s': '%s' does not match any 'tool_calls' id of the preceding assistant message.", ml.F("tool_call_id"), id)
 }
 
 func joinText(parts []canonical.Part) string {
@@ -158,28 +158,28 @@ func (m *message) decode(s *scanner, ml loc) *failure.Public {
 		}
 		switch string(key) {
 		case "role":
-			m.role, p = s.getString(ml.f("role"))
+			m.role, p = s.getString(ml.F("role"))
 		case "content":
-			p = m.decodeContent(s, ml.f("content"))
+			p = m.decodeContent(s, ml.F("content"))
 		case "name":
-			p = s.optString(ml.f("name"))
+			p = s.optString(ml.F("name"))
 		case "tool_calls":
-			m.toolCalls, p = decodeToolCalls(s, ml.f("tool_calls"))
+			m.toolCalls, p = decodeToolCalls(s, ml.F("tool_calls"))
 		case "tool_call_id":
 			m.hasToolCallID = true
-			m.toolCallID, p = s.getString(ml.f("tool_call_id"))
+			m.toolCallID, p = s.getString(ml.F("tool_call_id"))
 		case "refusal":
 			var isNull bool
 			if isNull, p = s.skipNull(); !isNull && p == nil {
 				m.hasRefusal = true
-				m.refusal, p = s.getString(ml.f("refusal"))
+				m.refusal, p = s.getString(ml.F("refusal"))
 			}
 		case "function_call":
-			p = s.rejectUnlessNull(ml.f("function_call"), "it is deprecated; use 'tool_calls'")
+			p = s.rejectUnlessNull(ml.F("function_call"), "it is deprecated; use 'tool_calls'")
 		case "audio":
-			p = s.rejectUnlessNull(ml.f("audio"), "audio output is not supported")
+			p = s.rejectUnlessNull(ml.F("audio"), "audio output is not supported")
 		default:
-			p = unrecognized(ml.f(string(key)))
+			p = unrecognized(ml.F(string(key)))
 		}
 		if p != nil {
 			return p
@@ -189,48 +189,48 @@ func (m *message) decode(s *scanner, ml loc) *failure.Public {
 
 // check applies the rules of the message's role.
 func (m *message) check(ml loc) *failure.Public {
-	cl := ml.f("content")
+	cl := ml.F("content")
 	switch m.role {
 	case "":
-		return missing(ml.f("role"))
+		return missing(ml.F("role"))
 	case "system", "developer", "user", "tool":
 		if !m.hasContent {
 			return missing(cl)
 		}
 		if m.refusalAt >= 0 {
-			return bad(cl.at(m.refusalAt).f("type"), "Invalid value for '%s': 'refusal' content parts are only allowed in assistant messages.", cl.at(m.refusalAt).f("type"))
+			return bad(cl.At(m.refusalAt).F("type"), "Invalid value for '%s': 'refusal' content parts are only allowed in assistant messages.", cl.At(m.refusalAt).F("type"))
 		}
 		if m.imageAt >= 0 && m.role != "user" {
-			return bad(cl.at(m.imageAt).f("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.at(m.imageAt).f("type"))
+			return bad(cl.At(m.imageAt).F("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.At(m.imageAt).F("type"))
 		}
 	case "assistant":
 		if !m.hasContent && len(m.toolCalls) == 0 && !m.hasRefusal {
 			return bad(cl, "Invalid value for '%s': an assistant message needs 'content' unless it has 'tool_calls'.", cl)
 		}
 		if m.imageAt >= 0 {
-			return bad(cl.at(m.imageAt).f("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.at(m.imageAt).f("type"))
+			return bad(cl.At(m.imageAt).F("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.At(m.imageAt).F("type"))
 		}
 	case "function":
-		return bad(ml.f("role"), "Invalid value for '%s': the 'function' role is deprecated and not supported; send function results as 'tool' messages.", ml.f("role"))
+		return bad(ml.F("role"), "Invalid value for '%s': the 'function' role is deprecated and not supported; send function results as 'tool' messages.", ml.F("role"))
 	default:
-		return bad(ml.f("role"), "Invalid value for '%s': '%s'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", ml.f("role"), m.role)
+		return bad(ml.F("role"), "Invalid value for '%s': '%s'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", ml.F("role"), m.role)
 	}
 	if m.role == "tool" {
 		if !m.hasToolCallID {
-			return missing(ml.f("tool_call_id"))
+			return missing(ml.F("tool_call_id"))
 		}
 		if m.toolCallID == "" {
-			return bad(ml.f("tool_call_id"), "Invalid value for '%s': it must not be empty.", ml.f("tool_call_id"))
+			return bad(ml.F("tool_call_id"), "Invalid value for '%s': it must not be empty.", ml.F("tool_call_id"))
 		}
 	} else if m.hasToolCallID {
-		return bad(ml.f("tool_call_id"), "Invalid parameter: '%s' is only allowed on messages with role 'tool'.", ml.f("tool_call_id"))
+		return bad(ml.F("tool_call_id"), "Invalid parameter: '%s' is only allowed on messages with role 'tool'.", ml.F("tool_call_id"))
 	}
 	if m.role != "assistant" {
 		if m.toolCalls != nil {
-			return bad(ml.f("tool_calls"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.f("tool_calls"))
+			return bad(ml.F("tool_calls"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.F("tool_calls"))
 		}
 		if m.hasRefusal {
-			return bad(ml.f("refusal"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.f("refusal"))
+			return bad(ml.F("refusal"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.F("refusal"))
 		}
 	}
 	return nil
@@ -262,7 +262,7 @@ func (m *message) decodeContent(s *scanner, cl loc) *failure.Public {
 			}
 			return nil
 		}
-		part, isRefusal, p := decodePart(s, cl.at(j))
+		part, isRefusal, p := decodePart(s, cl.At(j))
 		if p != nil {
 			return p
 		}
@@ -302,29 +302,29 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 		}
 		switch string(key) {
 		case "type":
-			typ, p = s.getStringRaw(pl.f("type"))
+			typ, p = s.getStringRaw(pl.F("type"))
 		case "text":
 			hasText = true
-			text, p = s.getString(pl.f("text"))
+			text, p = s.getString(pl.F("text"))
 		case "refusal":
 			hasRefusal = true
-			refusal, p = s.getString(pl.f("refusal"))
+			refusal, p = s.getString(pl.F("refusal"))
 		case "image_url":
 			hasImage = true
-			url, hasURL, p = decodeImageURL(s, pl.f("image_url"))
+			url, hasURL, p = decodeImageURL(s, pl.F("image_url"))
 		case "input_audio", "file":
 			other = string(key)
 			p = s.Skip()
 		default:
-			p = unrecognized(pl.f(string(key)))
+			p = unrecognized(pl.F(string(key)))
 		}
 		if p != nil {
 			return part, false, p
 		}
 	}
-	tl := pl.f("type")
+	tl := pl.F("type")
 	extra := func(name string) *failure.Public {
-		return bad(pl.f(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.f(name), typ)
+		return bad(pl.F(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.F(name), typ)
 	}
 	switch string(typ) {
 	case "":
@@ -334,7 +334,7 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 	case "text":
 		switch {
 		case !hasText:
-			return part, false, missing(pl.f("text"))
+			return part, false, missing(pl.F("text"))
 		case hasRefusal:
 			return part, false, extra("refusal")
 		case hasImage:
@@ -346,7 +346,7 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 	case "refusal":
 		switch {
 		case !hasRefusal:
-			return part, false, missing(pl.f("refusal"))
+			return part, false, missing(pl.F("refusal"))
 		case hasText:
 			return part, false, extra("text")
 		case hasImage:
@@ -358,9 +358,9 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 	case "image_url":
 		switch {
 		case !hasImage:
-			return part, false, missing(pl.f("image_url"))
+			return part, false, missing(pl.F("image_url"))
 		case !hasURL:
-			return part, false, missing(pl.f("image_url").f("url"))
+			return part, false, missing(pl.F("image_url").F("url"))
 		case hasText:
 			return part, false, extra("text")
 		case hasRefusal:
@@ -368,7 +368,7 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 		case other != "":
 			return part, false, extra(other)
 		}
-		part, p := imagePart(url, pl.f("image_url").f("url"))
+		part, p := imagePart(url, pl.F("image_url").F("url"))
 		return part, false, p
 	case "input_audio", "file":
 		return part, false, bad(tl, "'%s' content parts are not supported by this gateway (%s); send text or 'image_url' parts.", typ, tl)
@@ -388,20 +388,20 @@ func decodeImageURL(s *scanner, l loc) (url string, hasURL bool, _ *failure.Publ
 		switch string(key) {
 		case "url":
 			hasURL = true
-			url, p = s.getString(l.f("url"))
+			url, p = s.getString(l.F("url"))
 		case "detail":
 			// auto|low|high tunes the provider's image cost; no canonical
 			// counterpart, so the value is checked and ignored.
 			var d []byte
-			if d, p = s.getStringRaw(l.f("detail")); p == nil {
+			if d, p = s.getStringRaw(l.F("detail")); p == nil {
 				switch string(d) {
 				case "auto", "low", "high":
 				default:
-					p = bad(l.f("detail"), "Invalid value for '%s': '%s'. Supported values are: 'auto', 'low' and 'high'.", l.f("detail"), d)
+					p = bad(l.F("detail"), "Invalid value for '%s': '%s'. Supported values are: 'auto', 'low' and 'high'.", l.F("detail"), d)
 				}
 			}
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return "", false, p
@@ -471,13 +471,13 @@ func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) 
 		if !ok {
 			return out, nil
 		}
-		tc, p := decodeToolCall(s, l.at(j))
+		tc, p := decodeToolCall(s, l.At(j))
 		if p != nil {
 			return nil, p
 		}
 		for k := range out {
 			if out[k].ID == tc.ID {
-				return nil, bad(l.at(j).f("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.at(j).f("id"), tc.ID)
+				return nil, bad(l.At(j).F("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.At(j).F("id"), tc.ID)
 			}
 		}
 		out = append(out, tc)
@@ -500,16 +500,16 @@ func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public
 		switch string(key) {
 		case "id":
 			hasID = true
-			tc.ID, p = s.getString(l.f("id"))
+			tc.ID, p = s.getString(l.F("id"))
 		case "type":
 			hasType = true
 			var typ []byte
-			if typ, p = s.getStringRaw(l.f("type")); p == nil && string(typ) != "function" {
-				p = bad(l.f("type"), "Invalid value for '%s': '%s'. Only 'function' tool calls are supported.", l.f("type"), typ)
+			if typ, p = s.getStringRaw(l.F("type")); p == nil && string(typ) != "function" {
+				p = bad(l.F("type"), "Invalid value for '%s': '%s'. Only 'function' tool calls are supported.", l.F("type"), typ)
 			}
 		case "function":
 			hasFn = true
-			fl := l.f("function")
+			fl := l.F("function")
 			if p = s.object(fl); p != nil {
 				break
 			}
@@ -521,19 +521,19 @@ func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public
 				switch string(key) {
 				case "name":
 					hasName = true
-					tc.Name, p = s.getString(fl.f("name"))
+					tc.Name, p = s.getString(fl.F("name"))
 				case "arguments":
 					hasArgs = true
-					tc.Arguments, p = s.getString(fl.f("arguments"))
+					tc.Arguments, p = s.getString(fl.F("arguments"))
 				default:
-					p = unrecognized(fl.f(string(key)))
+					p = unrecognized(fl.F(string(key)))
 				}
 				if p != nil {
 					break
 				}
 			}
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return tc, p
@@ -541,19 +541,19 @@ func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public
 	}
 	switch {
 	case !hasID:
-		return tc, missing(l.f("id"))
+		return tc, missing(l.F("id"))
 	case tc.ID == "":
-		return tc, bad(l.f("id"), "Invalid value for '%s': it must not be empty.", l.f("id"))
+		return tc, bad(l.F("id"), "Invalid value for '%s': it must not be empty.", l.F("id"))
 	case !hasType:
-		return tc, missing(l.f("type"))
+		return tc, missing(l.F("type"))
 	case !hasFn:
-		return tc, missing(l.f("function"))
+		return tc, missing(l.F("function"))
 	case !hasName:
-		return tc, missing(l.f("function").f("name"))
+		return tc, missing(l.F("function").F("name"))
 	case tc.Name == "":
-		return tc, bad(l.f("function").f("name"), "Invalid value for '%s': it must not be empty.", l.f("function").f("name"))
+		return tc, bad(l.F("function").F("name"), "Invalid value for '%s': it must not be empty.", l.F("function").F("name"))
 	case !hasArgs:
-		return tc, missing(l.f("function").f("arguments"))
+		return tc, missing(l.F("function").F("arguments"))
 	}
 	if tc.Arguments == "" {
 		tc.Arguments = "{}"

@@ -45,12 +45,12 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if i == maxTools {
 			return nil, bad(l, "Invalid 'tools': array too long. Expected an array with maximum length %d.", maxTools)
 		}
-		t, p := decodeTool(s, l.at(i))
+		t, p := decodeTool(s, l.At(i))
 		if p != nil {
 			return nil, p
 		}
 		if declared(out, t.Name) {
-			nl := l.at(i).f("function").f("name")
+			nl := l.At(i).F("function").F("name")
 			return nil, bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, t.Name)
 		}
 		out = append(out, t)
@@ -78,14 +78,14 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 		case "type":
 			hasType = true
 			var typ []byte
-			if typ, p = s.getStringRaw(l.f("type")); p == nil && string(typ) != "function" {
-				p = bad(l.f("type"), "Invalid value for '%s': '%s'. Only 'function' tools are supported by this gateway.", l.f("type"), typ)
+			if typ, p = s.getStringRaw(l.F("type")); p == nil && string(typ) != "function" {
+				p = bad(l.F("type"), "Invalid value for '%s': '%s'. Only 'function' tools are supported by this gateway.", l.F("type"), typ)
 			}
 		case "function":
 			hasFn = true
-			t, p = decodeFunction(s, l.f("function"))
+			t, p = decodeFunction(s, l.F("function"))
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return t, p
@@ -93,9 +93,9 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 	}
 	switch {
 	case !hasType:
-		return t, missing(l.f("type"))
+		return t, missing(l.F("type"))
 	case !hasFn:
-		return t, missing(l.f("function"))
+		return t, missing(l.F("function"))
 	}
 	return t, nil
 }
@@ -116,31 +116,31 @@ func decodeFunction(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 		switch string(key) {
 		case "name":
 			hasName = true
-			if t.Name, p = s.getString(l.f("name")); p == nil && !validName(t.Name) {
-				p = bad(l.f("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.f("name"))
+			if t.Name, p = s.getString(l.F("name")); p == nil && !validName(t.Name) {
+				p = bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
 			}
 		case "description":
 			if isNull, np := s.skipNull(); isNull || np != nil {
 				p = np
 				break
 			}
-			t.Description, p = s.getString(l.f("description"))
+			t.Description, p = s.getString(l.F("description"))
 		case "parameters":
-			t.Parameters, p = s.schema(l.f("parameters"))
+			t.Parameters, p = s.schema(l.F("parameters"))
 		case "strict":
 			var b *bool
-			if b, p = s.optBool(l.f("strict")); b != nil {
+			if b, p = s.optBool(l.F("strict")); b != nil {
 				t.Strict = *b
 			}
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return t, p
 		}
 	}
 	if !hasName {
-		return t, missing(l.f("name"))
+		return t, missing(l.F("name"))
 	}
 	return t, nil
 }
@@ -190,7 +190,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 		hasFn     bool
 		otherKeys string
 	)
-	fl := l.f("function")
+	fl := l.F("function")
 	for first := true; ; first = false {
 		key, ok, p := s.NextKey(first)
 		if p != nil {
@@ -202,7 +202,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.getStringRaw(l.f("type"))
+			typ, p = s.getStringRaw(l.F("type"))
 		case "function":
 			hasFn = true
 			if p = s.object(fl); p != nil {
@@ -214,11 +214,11 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 					break
 				}
 				if string(k) != "name" {
-					p = unrecognized(fl.f(string(k)))
+					p = unrecognized(fl.F(string(k)))
 					break
 				}
 				hasName = true
-				name, p = s.getString(fl.f("name"))
+				name, p = s.getString(fl.F("name"))
 				if p != nil {
 					break
 				}
@@ -229,7 +229,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 			otherKeys = string(key)
 			p = s.Skip()
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return nil, l, p
@@ -237,17 +237,17 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 	}
 	switch {
 	case !hasType:
-		return nil, l, missing(l.f("type"))
+		return nil, l, missing(l.F("type"))
 	case string(typ) != "function":
-		return nil, l, bad(l.f("type"), "Invalid value for 'tool_choice.type': '%s'. Only {\"type\": \"function\", \"function\": {\"name\": \"...\"}} is supported by this gateway.", typ)
+		return nil, l, bad(l.F("type"), "Invalid value for 'tool_choice.type': '%s'. Only {\"type\": \"function\", \"function\": {\"name\": \"...\"}} is supported by this gateway.", typ)
 	case otherKeys != "":
-		return nil, l, unrecognized(l.f(otherKeys))
+		return nil, l, unrecognized(l.F(otherKeys))
 	case !hasFn:
 		return nil, l, missing(fl)
 	case !hasName:
-		return nil, l, missing(fl.f("name"))
+		return nil, l, missing(fl.F("name"))
 	}
-	return &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: name}, fl.f("name"), nil
+	return &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: name}, fl.F("name"), nil
 }
 
 func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Public) {
@@ -265,7 +265,7 @@ func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Publi
 		rf        canonical.ResponseFormat
 		hasName   bool
 	)
-	sl := l.f("json_schema")
+	sl := l.F("json_schema")
 	for first := true; ; first = false {
 		key, ok, p := s.NextKey(first)
 		if p != nil {
@@ -277,19 +277,19 @@ func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Publi
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.getStringRaw(l.f("type"))
+			typ, p = s.getStringRaw(l.F("type"))
 		case "json_schema":
 			hasSchema = true
 			hasName, p = decodeJSONSchema(s, sl, &rf)
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return nil, p
 		}
 	}
 	if !hasType {
-		return nil, missing(l.f("type"))
+		return nil, missing(l.F("type"))
 	}
 	switch string(typ) {
 	case "text", "json_object":
@@ -305,12 +305,12 @@ func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Publi
 		case !hasSchema:
 			return nil, missing(sl)
 		case !hasName:
-			return nil, missing(sl.f("name"))
+			return nil, missing(sl.F("name"))
 		}
 		rf.Type = canonical.FormatJSONSchema
 		return &rf, nil
 	}
-	return nil, bad(l.f("type"), "Invalid value for 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", typ)
+	return nil, bad(l.F("type"), "Invalid value for 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", typ)
 }
 
 func decodeJSONSchema(s *scanner, l loc, rf *canonical.ResponseFormat) (hasName bool, _ *failure.Public) {
@@ -325,20 +325,20 @@ func decodeJSONSchema(s *scanner, l loc, rf *canonical.ResponseFormat) (hasName 
 		switch string(key) {
 		case "name":
 			hasName = true
-			if rf.Name, p = s.getString(l.f("name")); p == nil && !validName(rf.Name) {
-				p = bad(l.f("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.f("name"))
+			if rf.Name, p = s.getString(l.F("name")); p == nil && !validName(rf.Name) {
+				p = bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
 			}
 		case "description":
-			p = s.optString(l.f("description"))
+			p = s.optString(l.F("description"))
 		case "schema":
-			rf.Schema, p = s.schema(l.f("schema"))
+			rf.Schema, p = s.schema(l.F("schema"))
 		case "strict":
 			var b *bool
-			if b, p = s.optBool(l.f("strict")); b != nil {
+			if b, p = s.optBool(l.F("strict")); b != nil {
 				rf.Strict = *b
 			}
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return hasName, p

@@ -45,14 +45,14 @@ func decodeContent(v contentValue, role string, cl loc) ([]canonical.Part, *fail
 			if role == "user" {
 				return nil
 			}
-			return bad(pl.f("type"), "Invalid value for '%s': 'input_image' content parts are only allowed in user messages.", pl.f("type"))
+			return bad(pl.F("type"), "Invalid value for '%s': 'input_image' content parts are only allowed in user messages.", pl.F("type"))
 		case "output_text", "refusal":
 			if role == "assistant" {
 				return nil
 			}
-			return bad(pl.f("type"), "Invalid value for '%s': '%s' content parts are only allowed in assistant messages.", pl.f("type"), typ)
+			return bad(pl.F("type"), "Invalid value for '%s': '%s' content parts are only allowed in assistant messages.", pl.F("type"), typ)
 		}
-		return bad(pl.f("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text', 'input_image' and, in assistant messages, 'output_text' and 'refusal'.", pl.f("type"), typ)
+		return bad(pl.F("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text', 'input_image' and, in assistant messages, 'output_text' and 'refusal'.", pl.F("type"), typ)
 	})
 }
 
@@ -68,7 +68,7 @@ func decodeOutput(v contentValue, ol loc) ([]canonical.Part, *failure.Public) {
 		case "input_text", "input_image":
 			return nil
 		}
-		return bad(pl.f("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text' and 'input_image'.", pl.f("type"), typ)
+		return bad(pl.F("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text' and 'input_image'.", pl.F("type"), typ)
 	})
 }
 
@@ -85,7 +85,7 @@ func decodeParts(s *scanner, cl loc, allow func(typ []byte, pl loc) *failure.Pub
 		if !ok {
 			break
 		}
-		part, p := decodePart(s, cl.at(j), allow)
+		part, p := decodePart(s, cl.At(j), allow)
 		if p != nil {
 			return nil, p
 		}
@@ -121,26 +121,26 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 		switch string(key) {
 		case "type":
 			seen |= pType
-			typ, p = s.strRaw(pl.f("type"))
+			typ, p = s.strRaw(pl.F("type"))
 		case "text":
 			seen |= pText
-			text, p = s.str(pl.f("text"))
+			text, p = s.str(pl.F("text"))
 		case "refusal":
 			seen |= pRefusal
-			refusal, p = s.str(pl.f("refusal"))
+			refusal, p = s.str(pl.F("refusal"))
 		case "image_url":
 			seen |= pImageURL
-			url, hasURL, p = s.optStr(pl.f("image_url"))
+			url, hasURL, p = s.optStr(pl.F("image_url"))
 		case "file_id":
 			seen |= pFileID
 			var given bool
-			if _, given, p = s.optStr(pl.f("file_id")); p == nil && !given {
+			if _, given, p = s.optStr(pl.F("file_id")); p == nil && !given {
 				seen &^= pFileID
 			}
 		case "detail":
 			// Tunes the provider's image cost; no canonical counterpart.
 			seen |= pDetail
-			p = s.optEnum(pl.f("detail"), "auto", "low", "high", "original")
+			p = s.optEnum(pl.F("detail"), "auto", "low", "high", "original")
 		case "annotations", "logprobs":
 			// Output metadata in assistant history; nothing to pass on.
 			name := "logprobs"
@@ -149,10 +149,10 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 			} else {
 				seen |= pLogprobs
 			}
-			p = s.optArray(pl.f(name))
+			p = s.optArray(pl.F(name))
 		case "prompt_cache_breakpoint":
 			seen |= pCache
-			p = s.optObject(pl.f("prompt_cache_breakpoint"))
+			p = s.optObject(pl.F("prompt_cache_breakpoint"))
 		default:
 			if other == "" {
 				other = string(key)
@@ -163,7 +163,7 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 			return part, p
 		}
 	}
-	tl := pl.f("type")
+	tl := pl.F("type")
 	if seen&pType == 0 {
 		return part, missing(tl)
 	}
@@ -184,35 +184,35 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 		return part, p
 	}
 	if other != "" {
-		return part, unrecognized(pl.f(other))
+		return part, unrecognized(pl.F(other))
 	}
 	if extra := seen &^ mask; extra != 0 {
 		for b, name := range partMemberNames {
 			if extra&(1<<b) != 0 {
-				return part, bad(pl.f(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.f(name), typ)
+				return part, bad(pl.F(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.F(name), typ)
 			}
 		}
 	}
 	switch string(typ) {
 	case "input_text", "output_text":
 		if seen&pText == 0 {
-			return part, missing(pl.f("text"))
+			return part, missing(pl.F("text"))
 		}
 		return canonical.TextPart(text), nil
 	case "refusal":
 		if seen&pRefusal == 0 {
-			return part, missing(pl.f("refusal"))
+			return part, missing(pl.F("refusal"))
 		}
 		return canonical.TextPart(refusal), nil
 	}
 	// input_image
 	if seen&pFileID != 0 {
-		return part, unsupported(pl.f("file_id"), "spillway does not store files; send the image as 'image_url' (an http(s) URL or a data URL)")
+		return part, unsupported(pl.F("file_id"), "spillway does not store files; send the image as 'image_url' (an http(s) URL or a data URL)")
 	}
 	if !hasURL {
-		return part, missing(pl.f("image_url"))
+		return part, missing(pl.F("image_url"))
 	}
-	return imagePart(url, pl.f("image_url"))
+	return imagePart(url, pl.F("image_url"))
 }
 
 // imagePart turns an image URL into a part: http(s) URLs are passed on,

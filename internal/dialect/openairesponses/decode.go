@@ -293,10 +293,10 @@ func decodeStreamOptions(s *scanner) (given bool, _ *failure.Public) {
 			return true, p
 		}
 		if string(key) != "include_obfuscation" {
-			return false, unrecognized(l.f(string(key)))
+			return false, unrecognized(l.F(string(key)))
 		}
 		// The gateway never pads deltas, so either value is honoured.
-		if _, p := s.optBool(l.f("include_obfuscation")); p != nil {
+		if _, p := s.optBool(l.F("include_obfuscation")); p != nil {
 			return false, p
 		}
 	}
@@ -317,11 +317,11 @@ func decodeInclude(s *scanner) *failure.Public {
 	if p != nil || !ok {
 		return p
 	}
-	v, p := s.strRaw(l.at(0))
+	v, p := s.strRaw(l.At(0))
 	if p != nil {
 		return p
 	}
-	return bad(l.at(0), "'%s' is not supported by spillway: including '%s' asks for data not available through every provider; send an empty 'include' or leave it out.", l.at(0), v)
+	return bad(l.At(0), "'%s' is not supported by spillway: including '%s' asks for data not available through every provider; send an empty 'include' or leave it out.", l.At(0), v)
 }
 
 // decodeReasoning type-checks the reasoning settings, which are ignored.
@@ -340,11 +340,11 @@ func decodeReasoning(s *scanner) *failure.Public {
 		}
 		switch string(key) {
 		case "effort":
-			p = s.optEnum(l.f("effort"), "none", "minimal", "low", "medium", "high", "xhigh")
+			p = s.optEnum(l.F("effort"), "none", "minimal", "low", "medium", "high", "xhigh")
 		case "summary", "generate_summary":
-			p = s.optEnum(l.f(string(key)), "auto", "concise", "detailed")
+			p = s.optEnum(l.F(string(key)), "auto", "concise", "detailed")
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return p

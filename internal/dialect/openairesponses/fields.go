@@ -1,7 +1,6 @@
 package openairesponses
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
@@ -12,50 +11,10 @@ import (
 // which word their errors the way OpenAI does.
 type scanner struct{ jsonscan.Scanner }
 
-// loc is the path of a request field, e.g. input[2].content[0].image_url.
-// It lives on the stack and becomes a string only on error, so naming
-// fields precisely costs nothing on the happy path.
-type loc struct {
-	segs [5]struct {
-		name string
-		idx  int // -1: not indexed
-	}
-	n int
-}
+// loc is the path of a request field (see jsonscan.Path).
+type loc = jsonscan.Path
 
-func field(name string) loc {
-	var l loc
-	return l.f(name)
-}
-
-// f appends a named segment.
-func (l loc) f(name string) loc {
-	l.segs[l.n].name, l.segs[l.n].idx = name, -1
-	l.n++
-	return l
-}
-
-// at indexes the last segment.
-func (l loc) at(i int) loc {
-	l.segs[l.n-1].idx = i
-	return l
-}
-
-func (l loc) String() string {
-	var b strings.Builder
-	for k := range l.n {
-		if k > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(l.segs[k].name)
-		if i := l.segs[k].idx; i >= 0 {
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(i))
-			b.WriteByte(']')
-		}
-	}
-	return b.String()
-}
+func field(name string) loc { return jsonscan.Field(name) }
 
 // bad is a 400 naming the field at l.
 func bad(l loc, format string, args ...any) *failure.Public {

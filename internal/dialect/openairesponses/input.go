@@ -117,7 +117,7 @@ func decodeInput(s *scanner) (system string, _ []canonical.Message, _ *failure.P
 		if !ok {
 			break
 		}
-		il := l.at(n)
+		il := l.At(n)
 		var it inputItem
 		if p := it.read(s, il); p != nil {
 			return "", nil, p
@@ -149,43 +149,43 @@ func (it *inputItem) read(s *scanner, il loc) *failure.Public {
 		switch string(key) {
 		case "type":
 			it.seen |= mType
-			it.typ, p = s.strRaw(il.f("type"))
+			it.typ, p = s.strRaw(il.F("type"))
 		case "role":
 			it.seen |= mRole
-			it.role, p = s.strRaw(il.f("role"))
+			it.role, p = s.strRaw(il.F("role"))
 		case "content":
 			it.seen |= mContent
-			it.content, p = s.contentValue(il.f("content"))
+			it.content, p = s.contentValue(il.F("content"))
 		case "output":
 			it.seen |= mOutput
-			it.output, p = s.contentValue(il.f("output"))
+			it.output, p = s.contentValue(il.F("output"))
 		case "id":
 			it.seen |= mID
-			_, _, p = s.optStr(il.f("id"))
+			_, _, p = s.optStr(il.F("id"))
 		case "status":
 			it.seen |= mStatus
-			p = s.optEnum(il.f("status"), "in_progress", "completed", "incomplete")
+			p = s.optEnum(il.F("status"), "in_progress", "completed", "incomplete")
 		case "phase":
 			it.seen |= mPhase
-			p = s.optEnum(il.f("phase"), "commentary", "final_answer")
+			p = s.optEnum(il.F("phase"), "commentary", "final_answer")
 		case "call_id":
 			it.seen |= mCallID
-			it.callID, p = s.str(il.f("call_id"))
+			it.callID, p = s.str(il.F("call_id"))
 		case "name":
 			it.seen |= mName
-			it.name, p = s.str(il.f("name"))
+			it.name, p = s.str(il.F("name"))
 		case "arguments":
 			it.seen |= mArguments
-			it.args, p = s.str(il.f("arguments"))
+			it.args, p = s.str(il.F("arguments"))
 		case "summary":
 			it.seen |= mSummary
 			if s.Peek() != '[' {
-				return s.typeErr(il.f("summary"), "an array")
+				return s.typeErr(il.F("summary"), "an array")
 			}
 			p = s.Skip()
 		case "encrypted_content":
 			it.seen |= mEncrypted
-			_, _, p = s.optStr(il.f("encrypted_content"))
+			_, _, p = s.optStr(il.F("encrypted_content"))
 		default:
 			if it.other == "" {
 				it.other = string(key)
@@ -201,12 +201,12 @@ func (it *inputItem) read(s *scanner, il loc) *failure.Public {
 // check reports the first member the item's type does not allow.
 func (it *inputItem) check(il loc, allow uint16) *failure.Public {
 	if it.other != "" {
-		return unrecognized(il.f(it.other))
+		return unrecognized(il.F(it.other))
 	}
 	if extra := it.seen &^ allow; extra != 0 {
 		for b, name := range memberNames {
 			if extra&(1<<b) != 0 {
-				return bad(il.f(name), "Invalid parameter: '%s' is not allowed on an input item of type '%s'.", il.f(name), it.kind())
+				return bad(il.F(name), "Invalid parameter: '%s' is not allowed on an input item of type '%s'.", il.F(name), it.kind())
 			}
 		}
 	}
@@ -223,7 +223,7 @@ func (it *inputItem) kind() string {
 
 // add applies one item to the conversation.
 func (c *conversation) add(it *inputItem, il loc, n int) *failure.Public {
-	tl := il.f("type")
+	tl := il.F("type")
 	switch it.kind() {
 	case "message":
 		if p := it.check(il, allowMessage); p != nil {
@@ -245,10 +245,10 @@ func (c *conversation) add(it *inputItem, il loc, n int) *failure.Public {
 			return p
 		}
 		if it.seen&mID == 0 {
-			return missing(il.f("id"))
+			return missing(il.F("id"))
 		}
 		if it.seen&mSummary == 0 {
-			return missing(il.f("summary"))
+			return missing(il.F("summary"))
 		}
 		return nil // dropped, see decodeInput
 	case "item_reference":
@@ -260,12 +260,12 @@ func (c *conversation) add(it *inputItem, il loc, n int) *failure.Public {
 }
 
 func (c *conversation) message(it *inputItem, il loc) *failure.Public {
-	rl := il.f("role")
+	rl := il.F("role")
 	if it.seen&mRole == 0 {
 		return missing(rl)
 	}
 	if it.seen&mContent == 0 {
-		return missing(il.f("content"))
+		return missing(il.F("content"))
 	}
 	role := string(it.role)
 	switch role {
@@ -273,7 +273,7 @@ func (c *conversation) message(it *inputItem, il loc) *failure.Public {
 	default:
 		return bad(rl, "Invalid value for '%s': '%s'. Supported values are: 'user', 'assistant', 'system' and 'developer'.", rl, it.role)
 	}
-	parts, p := decodeContent(it.content, role, il.f("content"))
+	parts, p := decodeContent(it.content, role, il.F("content"))
 	if p != nil {
 		return p
 	}
@@ -302,15 +302,15 @@ func (c *conversation) message(it *inputItem, il loc) *failure.Public {
 func (c *conversation) call(it *inputItem, il loc, n int) *failure.Public {
 	switch {
 	case it.seen&mCallID == 0:
-		return missing(il.f("call_id"))
+		return missing(il.F("call_id"))
 	case it.callID == "":
-		return notEmpty(il.f("call_id"))
+		return notEmpty(il.F("call_id"))
 	case it.seen&mName == 0:
-		return missing(il.f("name"))
+		return missing(il.F("name"))
 	case it.name == "":
-		return notEmpty(il.f("name"))
+		return notEmpty(il.F("name"))
 	case it.seen&mArguments == 0:
-		return missing(il.f("arguments"))
+		return missing(il.F("arguments"))
 	}
 	if !c.extend {
 		// A call after tool results starts a new assistant turn, which
@@ -321,7 +321,7 @@ func (c *conversation) call(it *inputItem, il loc, n int) *failure.Public {
 	}
 	for _, pc := range c.calls {
 		if pc.id == it.callID {
-			return bad(il.f("call_id"), "Invalid value for '%s': duplicate function call id '%s'.", il.f("call_id"), it.callID)
+			return bad(il.F("call_id"), "Invalid value for '%s': duplicate function call id '%s'.", il.F("call_id"), it.callID)
 		}
 	}
 	args := it.args
@@ -341,14 +341,14 @@ func (c *conversation) call(it *inputItem, il loc, n int) *failure.Public {
 }
 
 func (c *conversation) callOutput(it *inputItem, il loc) *failure.Public {
-	cl := il.f("call_id")
+	cl := il.F("call_id")
 	switch {
 	case it.seen&mCallID == 0:
 		return missing(cl)
 	case it.callID == "":
 		return notEmpty(cl)
 	case it.seen&mOutput == 0:
-		return missing(il.f("output"))
+		return missing(il.F("output"))
 	}
 	k := -1
 	for i := range c.calls {
@@ -363,7 +363,7 @@ func (c *conversation) callOutput(it *inputItem, il loc) *failure.Public {
 	case c.calls[k].answered:
 		return bad(cl, "Invalid value for '%s': function call '%s' already has an output.", cl, it.callID)
 	}
-	parts, p := decodeOutput(it.output, il.f("output"))
+	parts, p := decodeOutput(it.output, il.F("output"))
 	if p != nil {
 		return p
 	}
@@ -378,7 +378,7 @@ func (c *conversation) callOutput(it *inputItem, il loc) *failure.Public {
 func (c *conversation) closeCalls() *failure.Public {
 	for _, pc := range c.calls {
 		if !pc.answered {
-			l := field("input").at(pc.at)
+			l := field("input").At(pc.at)
 			return bad(l, "No tool output found for function call %s (%s): send a 'function_call_output' item with its call_id after the 'function_call' items.", pc.id, l)
 		}
 	}

@@ -49,12 +49,12 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if out == nil {
 			out = make([]canonical.Tool, 0, 4)
 		}
-		t, p := decodeTool(s, l.at(i))
+		t, p := decodeTool(s, l.At(i))
 		if p != nil {
 			return nil, p
 		}
 		if declared(out, t.Name) {
-			nl := l.at(i).f("name")
+			nl := l.At(i).F("name")
 			return nil, bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, t.Name)
 		}
 		out = append(out, t)
@@ -85,18 +85,18 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.strRaw(l.f("type"))
+			typ, p = s.strRaw(l.F("type"))
 		case "name":
 			hasName = true
-			t.Name, p = s.str(l.f("name"))
+			t.Name, p = s.str(l.F("name"))
 		case "description":
-			t.Description, _, p = s.optStr(l.f("description"))
+			t.Description, _, p = s.optStr(l.F("description"))
 		case "parameters":
-			t.Parameters, p = s.schema(l.f("parameters"))
+			t.Parameters, p = s.schema(l.F("parameters"))
 		case "strict":
 			// Absent or null is false: the canonical tool cannot say "unset".
 			var b *bool
-			if b, p = s.optBool(l.f("strict")); b != nil {
+			if b, p = s.optBool(l.F("strict")); b != nil {
 				t.Strict = *b
 			}
 		default:
@@ -111,15 +111,15 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 	}
 	switch {
 	case !hasType:
-		return t, missing(l.f("type"))
+		return t, missing(l.F("type"))
 	case string(typ) != "function":
-		return t, bad(l.f("type"), "Invalid value for '%s': '%s' tools are not supported by spillway: %s.", l.f("type"), typ, builtIn)
+		return t, bad(l.F("type"), "Invalid value for '%s': '%s' tools are not supported by spillway: %s.", l.F("type"), typ, builtIn)
 	case other != "":
-		return t, unrecognized(l.f(other))
+		return t, unrecognized(l.F(other))
 	case !hasName:
-		return t, missing(l.f("name"))
+		return t, missing(l.F("name"))
 	case !validName(t.Name):
-		return t, badName(l.f("name"))
+		return t, badName(l.F("name"))
 	}
 	return t, nil
 }
@@ -179,10 +179,10 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.strRaw(l.f("type"))
+			typ, p = s.strRaw(l.F("type"))
 		case "name":
 			hasName = true
-			name, p = s.str(l.f("name"))
+			name, p = s.str(l.F("name"))
 		default:
 			// Members of choice forms spillway refuses (allowed_tools,
 			// mcp, custom); the type check below names the form.
@@ -197,15 +197,15 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 	}
 	switch {
 	case !hasType:
-		return nil, l, missing(l.f("type"))
+		return nil, l, missing(l.F("type"))
 	case string(typ) != "function":
-		return nil, l, bad(l.f("type"), "Invalid value for 'tool_choice.type': '%s'. spillway supports only {\"type\": \"function\", \"name\": \"...\"}: %s.", typ, builtIn)
+		return nil, l, bad(l.F("type"), "Invalid value for 'tool_choice.type': '%s'. spillway supports only {\"type\": \"function\", \"name\": \"...\"}: %s.", typ, builtIn)
 	case other != "":
-		return nil, l, unrecognized(l.f(other))
+		return nil, l, unrecognized(l.F(other))
 	case !hasName:
-		return nil, l, missing(l.f("name"))
+		return nil, l, missing(l.F("name"))
 	}
-	return &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: name}, l.f("name"), nil
+	return &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: name}, l.F("name"), nil
 }
 
 // decodeText reads the text configuration: format becomes the canonical
@@ -226,11 +226,11 @@ func decodeText(s *scanner) (*canonical.ResponseFormat, *failure.Public) {
 		}
 		switch string(key) {
 		case "format":
-			rf, p = decodeFormat(s, l.f("format"))
+			rf, p = decodeFormat(s, l.F("format"))
 		case "verbosity":
-			p = s.optEnum(l.f("verbosity"), "low", "medium", "high")
+			p = s.optEnum(l.F("verbosity"), "low", "medium", "high")
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return nil, p
@@ -265,31 +265,31 @@ func decodeFormat(s *scanner, l loc) (*canonical.ResponseFormat, *failure.Public
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.strRaw(l.f("type"))
+			typ, p = s.strRaw(l.F("type"))
 		case "name":
 			hasName = true
-			rf.Name, p = s.str(l.f("name"))
+			rf.Name, p = s.str(l.F("name"))
 		case "schema":
 			hasSchema = true
-			rf.Schema, p = s.schema(l.f("schema"))
+			rf.Schema, p = s.schema(l.F("schema"))
 		case "strict":
 			strict = "strict"
 			var b *bool
-			if b, p = s.optBool(l.f("strict")); b != nil {
+			if b, p = s.optBool(l.F("strict")); b != nil {
 				rf.Strict = *b
 			}
 		case "description":
 			schemaOnly = "description"
-			_, _, p = s.optStr(l.f("description"))
+			_, _, p = s.optStr(l.F("description"))
 		default:
-			p = unrecognized(l.f(string(key)))
+			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
 			return nil, p
 		}
 	}
 	if !hasType {
-		return nil, missing(l.f("type"))
+		return nil, missing(l.F("type"))
 	}
 	switch string(typ) {
 	case "text", "json_object":
@@ -298,7 +298,7 @@ func decodeFormat(s *scanner, l loc) (*canonical.ResponseFormat, *failure.Public
 			name  string
 		}{{hasName, "name"}, {hasSchema, "schema"}, {strict != "", "strict"}, {schemaOnly != "", "description"}} {
 			if m.given {
-				return nil, bad(l.f(m.name), "Invalid parameter: '%s' is only allowed when '%s' is 'json_schema'.", l.f(m.name), l.f("type"))
+				return nil, bad(l.F(m.name), "Invalid parameter: '%s' is only allowed when '%s' is 'json_schema'.", l.F(m.name), l.F("type"))
 			}
 		}
 		if string(typ) == "text" {
@@ -308,14 +308,14 @@ func decodeFormat(s *scanner, l loc) (*canonical.ResponseFormat, *failure.Public
 	case "json_schema":
 		switch {
 		case !hasName:
-			return nil, missing(l.f("name"))
+			return nil, missing(l.F("name"))
 		case !validName(rf.Name):
-			return nil, badName(l.f("name"))
+			return nil, badName(l.F("name"))
 		case rf.Schema == nil:
-			return nil, missing(l.f("schema"))
+			return nil, missing(l.F("schema"))
 		}
 		rf.Type = canonical.FormatJSONSchema
 		return &rf, nil
 	}
-	return nil, bad(l.f("type"), "Invalid value for '%s': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", l.f("type"), typ)
+	return nil, bad(l.F("type"), "Invalid value for '%s': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", l.F("type"), typ)
 }
