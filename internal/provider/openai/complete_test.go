@@ -21,6 +21,10 @@ func TestCompleteDecode(t *testing.T) {
 		{name: "no choices", body: `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[]}`, wantClass: failure.ProviderUnavailable},
 		{name: "error object in a 200 body", body: `{"error":{"message":"Rate limit exceeded","code":429}}`, wantClass: failure.Throttled},
 		{name: "error string in a 200 body", body: `{"error":"upstream exploded"}`, wantClass: failure.ProviderUnavailable},
+		// vLLM ends an aborted generation with "abort", OpenRouter a failed
+		// one with "error": partial text, not an answer.
+		{name: "finish_reason error", body: `{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"finish_reason":"error","message":{"role":"assistant","content":"Hel"}}]}`, wantClass: failure.ProviderUnavailable},
+		{name: "finish_reason abort", body: `{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"finish_reason":"abort","message":{"role":"assistant","content":"Hel"}}]}`, wantClass: failure.ProviderUnavailable},
 		{
 			name: "text",
 			body: `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-4o-2024-08-06",

@@ -43,6 +43,7 @@ func decodeResponse(body []byte) (*canonical.Response, error) {
 		resp   canonical.Response
 		errRaw []byte
 		found  bool
+		finish string
 	)
 	d.Reset(body)
 	d.Object(func(key []byte) {
@@ -53,8 +54,8 @@ func decodeResponse(body []byte) (*canonical.Response, error) {
 			resp.Model = d.Str()
 		case "choices":
 			d.Array(func() {
-				if readChoice(&d, &resp) {
-					found = true
+				if f, ok := readChoice(&d, &resp); ok {
+					found, finish = true, f
 				}
 			})
 		case "usage":
@@ -75,12 +76,15 @@ func decodeResponse(body []byte) (*canonical.Response, error) {
 	if !found {
 		return nil, failure.Malformed("chat completion without choice 0", nil)
 	}
+	if failedFinish(finish) {
+		return nil, failure.Truncated("finish_reason " + finish)
+	}
 	return &resp, nil
 }
 
 // readChoice reads one choice into resp when it is choice 0, and reports
-// whether it was.
-func readChoice(d *wirejson.Decoder, resp *canonical.Response) bool {
+// whether it was, with its finish_reason.
+func readChoice(d *wirejson.Decoder, resp *canonical.Response) (string, bool) {
 	var (
 		index                 int
 		text, refusal, finish string
@@ -106,11 +110,18 @@ func readChoice(d *wirejson.Decoder, resp *canonical.Response) bool {
 		}
 	})
 	if index != 0 || d.Err() != nil {
-		return false
+		return "", false
 	}
 	resp.Text, resp.Refusal, resp.ToolCalls = text, refusal, calls
 	resp.Stop = stopReason(finish, refusal != "")
-	return true
+	return finish, true
+}
+
+// failedFinish reports a finish_reason by which an OpenAI-compatible server
+// says the generation died rather than ended: vLLM's "abort", OpenRouter's
+// "error". Other unknown values (TGI's "eos_token", ...) are natural ends.
+func failedFinish(finish string) bool {
+	return finish == "error" || finish == "abort"
 }
 
 func readToolCall(d *wirejson.Decoder) canonical.ToolCall {

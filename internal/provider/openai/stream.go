@@ -54,6 +54,11 @@ func (s *decoder) Decode(_, data []byte, q *provider.Queue) error {
 		return nil // keep-alive
 	}
 	if len(data) >= 6 && string(data[:6]) == "[DONE]" { // as openai-go: a prefix match
+		if !s.stopped {
+			// Every choice ends with a finish_reason; [DONE] without one
+			// is a server that lost the generation, not an answer.
+			return failure.Truncated("[DONE] before any finish_reason")
+		}
 		return io.EOF
 	}
 	if err := s.decode(data); err != nil {
@@ -85,6 +90,9 @@ func (s *decoder) Decode(_, data []byte, q *provider.Queue) error {
 		if tc.args != "" {
 			q.Push(canonical.Event{Kind: canonical.EventToolCallDelta, Index: ord, Text: tc.args})
 		}
+	}
+	if failedFinish(c.finish) {
+		return failure.Truncated("finish_reason " + c.finish)
 	}
 	if c.finish != "" && !s.stopped {
 		s.stopped = true

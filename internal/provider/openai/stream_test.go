@@ -62,6 +62,14 @@ func TestStream(t *testing.T) {
 		{name: "empty body", body: "", wantClass: failure.ProviderUnavailable},
 		{name: "missing [DONE]", body: data(cFirst, cHello, cStop, cUsage),
 			want: []canonical.Event{start1, hello1, stopEnd, usageEnd}, wantClass: failure.ProviderUnavailable},
+		// Every choice ends with a finish_reason: [DONE] without one is a
+		// server that lost the generation.
+		{name: "[DONE] without a finish_reason", body: data(cFirst, cHello, "[DONE]"),
+			want: []canonical.Event{start1, hello1}, wantClass: failure.ProviderUnavailable},
+		{name: "finish_reason error (OpenRouter)", body: data(cFirst, cHello, `{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"error"}]}`, "[DONE]"),
+			want: []canonical.Event{start1, hello1}, wantClass: failure.ProviderUnavailable},
+		{name: "finish_reason abort (vLLM)", body: data(cFirst, cHello, `{"id":"chatcmpl-1","model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"abort"}]}`, "[DONE]"),
+			want: []canonical.Event{start1, hello1}, wantClass: failure.ProviderUnavailable},
 		{name: "cut mid event", body: data(cFirst, cHello) + "data: {\"id\":\"chatcmpl-1\",\"choi",
 			want: []canonical.Event{start1, hello1}, wantClass: failure.ProviderUnavailable},
 		{name: "malformed chunk", body: data(cFirst, `{"choices":[{"delta":{"content":}]}`, cStop),
@@ -135,8 +143,8 @@ func TestStream(t *testing.T) {
 		},
 		{
 			name: "error:null is not an error; other choices ignored",
-			body: data(`{"id":"chatcmpl-1","model":"gpt-4o","error":null,"choices":[{"index":1,"delta":{"content":"other"},"finish_reason":null},{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`, "[DONE]"),
-			want: []canonical.Event{start1, hello1},
+			body: data(`{"id":"chatcmpl-1","model":"gpt-4o","error":null,"choices":[{"index":1,"delta":{"content":"other"},"finish_reason":null},{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`, cStop, "[DONE]"),
+			want: []canonical.Event{start1, hello1, stopEnd},
 		},
 	}
 	for _, tt := range tests {
