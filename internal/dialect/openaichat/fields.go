@@ -1,7 +1,6 @@
 package openaichat
 
 import (
-
 	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
