@@ -34,7 +34,9 @@ func Classify(a Answer) *Error {
 		ProviderCode: a.Code,
 		Param:        a.Param,
 		RetryAfter:   a.RetryAfter,
-		Detail:       a.Type + " " + a.Code + ": " + a.Message,
+		// Not the provider's message: operators' logs are content-free,
+		// and a provider's 400 often quotes the prompt or a tool schema.
+		Detail: strings.TrimSpace(a.Type + " " + a.Code),
 	}
 	e.Class = classOf(a)
 	// Only a caller's own error shows the provider's words (scrubbed);

@@ -177,3 +177,20 @@ func FuzzScrub(f *testing.F) {
 		}
 	})
 }
+
+// TestErrorTextIsContentFree: the operator-facing text of a classified
+// answer (what the engine logs) never carries the provider's message, which
+// may quote the caller's prompt; only the scrubbed caller-facing message of
+// an invalid request does.
+func TestErrorTextIsContentFree(t *testing.T) {
+	const canary = "CANARY-7f3a prompt words"
+	for _, status := range []int{400, 401, 402, 403, 404, 408, 429, 500, 503, 529} {
+		e := Classify(Answer{Status: status, Type: "invalid_request_error", Code: "bad", Message: "schema error near '" + canary + "'"})
+		if strings.Contains(e.Error(), "CANARY") || strings.Contains(e.Detail, "CANARY") {
+			t.Errorf("status %d: the logged text carries the provider's message: %q", status, e.Error())
+		}
+		if e.Class != InvalidRequest && e.Message != "" {
+			t.Errorf("status %d (%s): message %q kept for a class that never shows it", status, e.Class, e.Message)
+		}
+	}
+}
