@@ -1,7 +1,9 @@
 package failure
 
 import (
+	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +194,43 @@ func TestErrorTextIsContentFree(t *testing.T) {
 		if e.Class != InvalidRequest && e.Message != "" {
 			t.Errorf("status %d (%s): message %q kept for a class that never shows it", status, e.Class, e.Message)
 		}
+	}
+}
+
+// timeoutErr is a network timeout, as a dialer's "i/o timeout".
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "dial tcp 10.0.0.1:443: i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func TestTransportConnectTimeout(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}
+	tests := []struct {
+		name        string
+		err         error
+		noResponse  bool
+		wantTimeout Timeout
+		wantRetry   bool // the one same-rung retry of a transport blip
+		wantStatus  int
+	}{
+		{"dial timeout: the connect bound, no retry on the same dead host", dial, true, TimeoutConnect, false, 504},
+		{"refused: a blip, retried once", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, true, "", true, 502},
+		{"a timeout after response bytes is no connect timeout", dial, false, "", false, 502},
+		{"our own deadline is not the connect bound", context.DeadlineExceeded, true, "", true, 502},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Transport(tt.err, tt.noResponse)
+			if e.Class != ProviderUnavailable || e.Timeout != tt.wantTimeout || e.NoResponse != tt.noResponse || !errors.Is(e, tt.err) {
+				t.Fatalf("Transport = %+v", e)
+			}
+			if retry := e.NoResponse && e.Timeout == ""; retry != tt.wantRetry {
+				t.Errorf("same-rung retry %v, want %v", retry, tt.wantRetry)
+			}
+			if s := e.ToPublic().Status; s != tt.wantStatus {
+				t.Errorf("caller status %d, want %d", s, tt.wantStatus)
+			}
+		})
 	}
 }

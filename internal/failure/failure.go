@@ -4,8 +4,10 @@
 package failure
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -121,8 +123,16 @@ func As(err error) *Error {
 
 // Transport classifies a failure to exchange bytes with the provider:
 // connection refused or reset, DNS, TLS. noResponse says whether any response
-// byte had arrived.
+// byte had arrived. A network timeout before any response is the connect
+// bound (dial or TLS handshake): a timeout, so the dead host is not tried
+// again on the same rung and the caller is told 504.
 func Transport(err error, noResponse bool) *Error {
+	var ne net.Error
+	if noResponse && errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
+		e := TimedOut(TimeoutConnect, true)
+		e.Err = err
+		return e
+	}
 	return &Error{Class: ProviderUnavailable, NoResponse: noResponse, Detail: "transport failure", Err: err}
 }
 
