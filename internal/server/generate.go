@@ -145,7 +145,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 4. Select the rungs, then 5. reserve the worst case once.
 	if pub := s.selectRungs(rt, rr, req, p); pub != nil {
 		s.writeError(w, c, pub, nil)
-		s.finishIdempotency(c, pub.Status, false)
+		s.finishIdempotency(c, pub.Status, false, false)
 		return
 	}
 	if pub := s.reserve(c, p); pub != nil {
@@ -155,6 +155,14 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, c, pub, nil)
 		return
 	}
+	// Every path below settles; this one catches the path that does not
+	// (a panic in an adapter fed untrusted bytes): the hold and the ledger
+	// reservation are released rather than left until a restart.
+	defer func() {
+		if !c.settled {
+			s.settle(r.Context(), c, p, nil, false)
+		}
+	}()
 	// 6. Attempt, 7. settle, 8. answer.
 	if req.Stream {
 		s.stream(w, r, c, p)
@@ -170,7 +178,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.settle(r.Context(), c, p, res, true)
 		pub := publicOf(res)
 		s.writeError(w, c, pub, res)
-		s.finishIdempotency(c, pub.Status, false)
+		s.finishIdempotency(c, pub.Status, false, len(res.Attempts) > 0)
 		return
 	}
 	// The settled rows are durable before the answer's first (and last) byte.
@@ -185,18 +193,22 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.status, c.outcome = http.StatusOK, "ok"
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(*buf)
-	s.finishIdempotency(c, http.StatusOK, false)
+	s.finishIdempotency(c, http.StatusOK, false, true)
 }
 
 // finishIdempotency records the answer under the caller's key: a complete
 // answer (or an error about the caller's own request) is replayed as is; an
-// upstream failure or a broken stream is the key's failure from now on.
-func (s *Server) finishIdempotency(c *call, status int, broken bool) {
+// upstream failure or a broken stream is the key's failure from now on. A
+// refusal that sent nothing upstream (no rung could be tried now) releases
+// the key instead, as a budget refusal does: a later retry may run.
+func (s *Server) finishIdempotency(c *call, status int, broken, upstream bool) {
 	if c.owner == nil {
 		return
 	}
 	rec := c.rec.Recording()
 	switch {
+	case !upstream && (status >= 500 || status == http.StatusTooManyRequests):
+		c.owner.Release()
 	case broken || status >= 500 || status == http.StatusTooManyRequests:
 		c.owner.Fail(rec)
 	case status == failure.StatusClientClosedRequest:

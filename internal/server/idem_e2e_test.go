@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // raw is one whole HTTP answer as the caller saw it.
@@ -126,6 +127,25 @@ func TestIdempotency(t *testing.T) {
 		p, s := h.mocks["primary"].Requests(), h.mocks["secondary"].Requests()
 		if len(p) != 1 || len(s) != 1 || p[0].IdempotencyKey == "" || p[0].IdempotencyKey == s[0].IdempotencyKey || strings.Contains(p[0].IdempotencyKey, "k-5") {
 			t.Errorf("upstream keys %q and %q: want two different derived keys", p[0].IdempotencyKey, s[0].IdempotencyKey)
+		}
+	})
+	t.Run("no rung tried now (503, nothing upstream) releases the key: a retry may run", func(t *testing.T) {
+		h := newHarness(t, rungSpec{"primary", "openai"})
+		h.fault("primary", "status=503")
+		for range 3 {
+			h.do(t, body(false, "hi"), key) // 2 open the circuit, the third is the last-resort probe
+		}
+		before := h.mocks["primary"].Count()
+		if r := h.do(t, body(false, "hi"), key, "k-8"); r.status != 503 || !strings.Contains(string(r.body), "no_healthy_deployment") {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		if h.mocks["primary"].Count() != before {
+			t.Fatal("the refused request went upstream")
+		}
+		h.fault("primary", "")
+		h.clock.Advance(time.Minute) // the circuit half-opens
+		if r := h.do(t, body(false, "hi"), key, "k-8"); r.status != 200 || r.header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("retry after the provider recovered: %d replayed=%q %s", r.status, r.header.Get("Idempotent-Replayed"), r.body)
 		}
 	})
 	t.Run("a budget refusal releases the key: a retry may run", func(t *testing.T) {

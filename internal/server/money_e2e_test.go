@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/server"
 )
 
 func reqID(r chatResult) string {
@@ -379,5 +381,50 @@ func TestAuth(t *testing.T) {
 	var apiErr *openai.Error
 	if !errors.As(r.err, &apiErr) || apiErr.StatusCode != 401 {
 		t.Errorf("a revoked key: %v", r.err)
+	}
+}
+
+// panicky panics on its first round trip, as an adapter fed bytes it did
+// not expect might; later round trips pass.
+type panicky struct {
+	base    http.RoundTripper
+	tripped atomic.Bool
+}
+
+func (p *panicky) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !p.tripped.Swap(true) {
+		panic("adapter bug")
+	}
+	return p.base.RoundTrip(r)
+}
+
+// A panic after the reservation must not leave the budget hold or the
+// ledger reservation open until a restart: the request settles as failed.
+func TestPanicReleasesTheReservation(t *testing.T) {
+	h := newHarnessOpts(t, nil, func(o *server.Options) {
+		o.Transport = func(_ *catalog.Deployment, base http.RoundTripper) http.RoundTripper { return &panicky{base: base} }
+	}, rungSpec{"primary", "openai"})
+	h.setBudget(t, `{"scope":"key","id":"`+h.keyRec.ID+`","credit_usd":10}`)
+	if r := chat(t, h, false, hello()); r.err == nil {
+		t.Fatal("the panicking request succeeded")
+	}
+	for _, s := range h.budget.Snapshot() {
+		if s.HeldMicro != 0 {
+			t.Errorf("scope %s/%s still holds %d micro-USD", s.Kind, s.ID, s.HeldMicro)
+		}
+	}
+	db := h.db(t)
+	var open, failed int
+	if err := db.QueryRow(`SELECT count(*) FROM reservations WHERE settled_at IS NULL AND released_at IS NULL`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM requests WHERE status = 'failed' AND cost_micro_usd = 0`).Scan(&failed); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 || failed != 1 {
+		t.Errorf("%d open reservations, %d failed free request rows; want 0 and 1", open, failed)
+	}
+	if r := chat(t, h, false, hello()); r.err != nil {
+		t.Errorf("the next request: %v", r.err)
 	}
 }

@@ -33,13 +33,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engi
 		s.settle(r.Context(), c, p, res, true)
 		pub := publicOf(res)
 		s.writeError(w, c, pub, res)
-		s.finishIdempotency(c, pub.Status, false)
+		s.finishIdempotency(c, pub.Status, false, len(res.Attempts) > 0)
 	case res.Err != nil:
 		c.status, c.outcome = http.StatusOK, "interrupted_"+string(res.Err.Class)
-		s.finishIdempotency(c, http.StatusOK, true)
+		s.finishIdempotency(c, http.StatusOK, true, true)
 	default:
 		c.status, c.outcome = http.StatusOK, "ok"
-		s.finishIdempotency(c, http.StatusOK, false)
+		s.finishIdempotency(c, http.StatusOK, false, true)
 	}
 }
 
