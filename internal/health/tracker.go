@@ -306,7 +306,7 @@ func (d *dep) setClosed(now time.Time) {
 // checkRolling trips a cooldown when the rolling error rate or first-token
 // p95 breaches its threshold over enough samples.
 func (d *dep) checkRolling(now time.Time) {
-	samples, rate, p95 := d.win.stats(now)
+	samples, rate, p95 := d.win.stats(now, d.policy.MaxFirstTokenP95 > 0)
 	if samples < d.policy.MinSamples {
 		return
 	}
@@ -407,7 +407,7 @@ func (t *Tracker) Status(id string, now time.Time) (Status, bool) {
 	for c, n := range d.failures {
 		s.Failures[string(c)] = n
 	}
-	s.Samples, s.ErrorRate, s.FirstTokenP95 = d.win.stats(now)
+	s.Samples, s.ErrorRate, s.FirstTokenP95 = d.win.stats(now, true)
 	s.P95Millis = float64(s.FirstTokenP95) / float64(time.Millisecond)
 	reason := d.skipReason(now)
 	switch {

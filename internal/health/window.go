@@ -77,8 +77,10 @@ func (w *window) add(now time.Time, ok bool, firstToken time.Duration) {
 	}
 }
 
-// stats sums the buckets still inside the window.
-func (w *window) stats(now time.Time) (samples int, errRate float64, p95 time.Duration) {
+// stats sums the buckets still inside the window; the latency histogram
+// (64 counters a bucket) only withP95, since every finished attempt asks
+// for the counts and most policies have no p95 bound.
+func (w *window) stats(now time.Time, withP95 bool) (samples int, errRate float64, p95 time.Duration) {
 	var ok, fail int
 	var lat [latBuckets]uint32
 	oldest := now.Truncate(w.width).Add(-w.width * (buckets - 1))
@@ -89,8 +91,10 @@ func (w *window) stats(now time.Time) (samples int, errRate float64, p95 time.Du
 		}
 		ok += b.ok
 		fail += b.fail
-		for j, n := range b.lat {
-			lat[j] += n
+		if withP95 {
+			for j, n := range b.lat {
+				lat[j] += n
+			}
 		}
 	}
 	samples = ok + fail
