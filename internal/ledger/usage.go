@@ -35,18 +35,14 @@ const (
 const DayLayout = "2006-01-02"
 
 // Dimensions lists the usage dimensions in their canonical order.
-func Dimensions() []string {
-	return []string{DimOrg, DimTeam, DimKey, DimModel, DimDeployment, DimDay}
-}
+func Dimensions() []string { return append([]string(nil), dimensions[:]...) }
+
+// dimensions are the usage dimensions in their order of report; never
+// modified (Dimensions hands out copies).
+var dimensions = [...]string{DimOrg, DimTeam, DimKey, DimModel, DimDeployment, DimDay}
 
 // IsDimension reports whether name may be grouped by or filtered on.
-func IsDimension(name string) bool {
-	switch name {
-	case DimOrg, DimTeam, DimKey, DimModel, DimDeployment, DimDay:
-		return true
-	}
-	return false
-}
+func IsDimension(name string) bool { return dimIndex(name) >= 0 }
 
 // DayOf returns t's UTC day as DayLayout.
 func DayOf(t time.Time) string { return t.UTC().Format(DayLayout) }
@@ -93,7 +89,7 @@ func (q *UsageQuery) Validate() error {
 }
 
 func dimIndex(name string) int {
-	for i, d := range [...]string{DimOrg, DimTeam, DimKey, DimModel, DimDeployment, DimDay} {
+	for i, d := range dimensions {
 		if d == name {
 			return i
 		}

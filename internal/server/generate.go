@@ -70,7 +70,7 @@ type call struct {
 func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
 	now := s.opts.Now()
-	c := &call{id: newRequestID(now), start: now, d: h.d, costStatus: costNone}
+	c := &call{id: newRequestID(now), start: now, d: h.d, costStatus: ledger.CostNone}
 	w.Header().Set(hdrRequestID, c.id)
 	// Anthropic's SDKs read the request id from request-id.
 	w.Header().Set("Request-Id", c.id)
@@ -183,7 +183,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The settled rows are durable before the answer's first (and last) byte.
 	s.settle(r.Context(), c, p, res, true)
-	setRouteHeaders(w.Header(), c, res, p)
+	setRouteHeaders(w.Header(), c, res)
 	setCostHeaders(w.Header(), c)
 	buf := s.getBuf()
 	defer s.putBuf(buf)
@@ -348,7 +348,7 @@ func tooLarge(limit int64) *failure.Public {
 func (s *Server) writeError(w http.ResponseWriter, c *call, pub *failure.Public, res *engine.Result) {
 	h := w.Header()
 	if res != nil && c.route != nil {
-		setRouteHeaders(h, c, res, nil)
+		setRouteHeaders(h, c, res)
 	}
 	if pub.RetryAfter > 0 {
 		secs := int64((pub.RetryAfter + time.Second - 1) / time.Second)
@@ -370,7 +370,7 @@ func (s *Server) writeError(w http.ResponseWriter, c *call, pub *failure.Public,
 }
 
 // setRouteHeaders says which model and deployment served and every hop.
-func setRouteHeaders(h http.Header, c *call, res *engine.Result, p *engine.Plan) {
+func setRouteHeaders(h http.Header, c *call, res *engine.Result) {
 	h.Set(hdrModel, c.route.Pool.Model)
 	if len(res.Attempts) > 0 {
 		if res.Served >= 0 {

@@ -19,13 +19,6 @@ const (
 	hdrCostStatus = "X-Spillway-Cost-Status"
 )
 
-// Cost statuses, as recorded and as sent.
-const (
-	costPriced   = "priced"   // charged at the serving deployment's price
-	costUnpriced = "unpriced" // bring-your-own-key: no cost is ours to know
-	costNone     = "none"     // nothing billable happened
-)
-
 // reserve holds the request's worst case once, before any provider is
 // called: the most any kept rung could cost (output ceiling × output rate
 // plus the input estimate). Bring-your-own-key rungs add nothing: they skip
@@ -81,7 +74,7 @@ func (s *Server) reserve(c *call, p *engine.Plan) *failure.Public {
 // provider's reported usage otherwise.
 func charge(req *canonical.Request, p *engine.Plan, res *engine.Result, inputEst int) (u canonical.Usage, cost int64, status string) {
 	if res.Served < 0 {
-		return canonical.Usage{}, 0, costNone
+		return canonical.Usage{}, 0, ledger.CostNone
 	}
 	d := p.Rungs[res.Served].Deployment
 	u = res.Usage
@@ -95,7 +88,7 @@ func charge(req *canonical.Request, p *engine.Plan, res *engine.Result, inputEst
 	case !res.UsageReported:
 		u = canonical.Usage{InputTokens: inputEst, OutputTokens: res.DeliveredTokens}
 		if r := res.Response; r != nil {
-			u.OutputTokens = estimateTokens(len(r.Text) + len(r.Refusal) + argsLen(r.ToolCalls))
+			u.OutputTokens = budget.EstimateInputTokens(len(r.Text) + len(r.Refusal) + argsLen(r.ToolCalls))
 		}
 	}
 	empty := res.DeliveredEvents == 0
@@ -103,15 +96,13 @@ func charge(req *canonical.Request, p *engine.Plan, res *engine.Result, inputEst
 		empty = r.Empty()
 	}
 	if d.Funding == catalog.FundingBYOK {
-		return u, 0, costUnpriced
+		return u, 0, ledger.CostUnpriced
 	}
 	if empty {
-		return u, 0, costPriced
+		return u, 0, ledger.CostPriced
 	}
-	return u, d.CostMicroUSD(u.InputTokens, u.CachedInputTokens, u.CacheWriteTokens, u.OutputTokens), costPriced
+	return u, d.CostMicroUSD(u.InputTokens, u.CachedInputTokens, u.CacheWriteTokens, u.OutputTokens), ledger.CostPriced
 }
-
-func estimateTokens(bytes int) int { return (bytes + 3) / 4 }
 
 func argsLen(tcs []canonical.ToolCall) int {
 	n := 0
@@ -131,7 +122,7 @@ func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engin
 	c.settled = true
 	var u canonical.Usage
 	var cost int64
-	status := costNone
+	status := ledger.CostNone
 	if res != nil && p != nil {
 		u, cost, status = charge(c.req, p, res, c.inputEst)
 		if res.Served >= 0 {
@@ -192,7 +183,7 @@ func (s *Server) settlement(c *call, p *engine.Plan, res *engine.Result, u canon
 			if a.Rung == res.Served && i == len(res.Attempts)-1 {
 				la.InputTokens, la.OutputTokens, la.CostMicroUSD = u.InputTokens, u.OutputTokens, cost
 			}
-			if len(res.Attempts) > 0 && r.FirstTokenMS == 0 && a.Err == nil {
+			if r.FirstTokenMS == 0 && a.Err == nil {
 				r.FirstTokenMS = (a.Start.Sub(c.start) + a.FirstToken).Milliseconds()
 			}
 			st.Attempts = append(st.Attempts, la)
@@ -206,15 +197,15 @@ func (s *Server) settlement(c *call, p *engine.Plan, res *engine.Result, u canon
 func (c *call) ledgerStatus(res *engine.Result) string {
 	switch {
 	case res == nil:
-		return "failed"
+		return ledger.StatusFailed
 	case res.Err == nil:
-		return "ok"
+		return ledger.StatusOK
 	case res.Err.Class == failure.ClientCancelled:
-		return "cancelled"
+		return ledger.StatusCancelled
 	case res.Committed:
-		return "interrupted"
+		return ledger.StatusInterrupted
 	}
-	return "failed"
+	return ledger.StatusFailed
 }
 
 // poolIndex is a deployment's place in the route's pool (its route depth).
@@ -231,7 +222,7 @@ func (c *call) poolIndex(id string) int {
 // cost and "unpriced" for bring-your-own-key traffic.
 func setCostHeaders(h http.Header, c *call) {
 	h.Set(hdrCostStatus, c.costStatus)
-	if c.costStatus == costPriced {
+	if c.costStatus == ledger.CostPriced {
 		h.Set(hdrCostUSD, formatUSD(c.cost))
 	}
 }

@@ -65,7 +65,7 @@ func (k *streamSink) Commit(res *engine.Result) error {
 	h.Set("X-Accel-Buffering", "no")
 	// The cost is known only once the stream ends: it follows as trailers.
 	h.Set("Trailer", hdrCostUSD+", "+hdrCostStatus)
-	setRouteHeaders(h, k.c, res, k.p)
+	setRouteHeaders(h, k.c, res)
 	k.w.WriteHeader(http.StatusOK)
 	*k.buf = k.enc.Start((*k.buf)[:0])
 	return k.write()

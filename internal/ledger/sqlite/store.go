@@ -305,8 +305,7 @@ func (s *Store) close() error {
 // classify wraps a write error: constraint violations are the batch's
 // fault (ledger.ErrRejected), anything else is the store's.
 func classify(op string, err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+	if isConstraint(err) {
 		return fmt.Errorf("ledger/sqlite: %s: %w: %w", op, ledger.ErrRejected, err)
 	}
 	return fmt.Errorf("ledger/sqlite: %s: %w", op, err)
