@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -141,7 +142,13 @@ func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engin
 		s.opts.Ledger.SettleAsync(st)
 		return
 	}
-	if err := s.opts.Ledger.Settle(ctx, st); err != nil {
+	switch err := s.opts.Ledger.Settle(ctx, st); {
+	case err == nil:
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The caller left while the row was being made durable; the
+		// Writer still commits it, so there is nothing to alarm about.
+		s.opts.Log.Debug("caller left during settlement", "request_id", c.id)
+	default:
 		// The caller's answer is not held hostage to the ledger; the
 		// operator is told loudly.
 		s.opts.Log.Error("settling in the ledger", "request_id", c.id, "err", err)
