@@ -55,7 +55,7 @@ func kept(k string) bool {
 	if len(k) > len(spillway) && strings.EqualFold(k[:len(spillway)], spillway) {
 		return true
 	}
-	for _, h := range [...]string{"Content-Type", "Cache-Control", "X-Accel-Buffering", "Retry-After", "X-Request-Id"} {
+	for _, h := range [...]string{"Content-Type", "Cache-Control", "X-Accel-Buffering", "Retry-After", "X-Request-Id", "Request-Id"} {
 		if strings.EqualFold(k, h) {
 			return true
 		}

@@ -63,7 +63,7 @@ func TestIdempotency(t *testing.T) {
 			if stream && len(first.chunks) != len(second.chunks) {
 				t.Errorf("stream replayed with %d events, want %d", len(second.chunks), len(first.chunks))
 			}
-			if second.header.Get("Idempotent-Replayed") != "true" || second.header.Get("X-Request-Id") != first.header.Get("X-Request-Id") {
+			if second.header.Get("Idempotent-Replayed") != "true" || second.header.Get("X-Request-Id") != first.header.Get("X-Request-Id") || second.header.Get("Request-Id") != first.header.Get("Request-Id") {
 				t.Errorf("replay headers: %v", second.header)
 			}
 			if n := h.mocks["primary"].Count(); n != 1 {
