@@ -42,15 +42,7 @@ func Post(ctx context.Context, t *Target, url string, body []byte, setHeaders fu
 	if setHeaders != nil {
 		setHeaders(req.Header)
 	}
-	client := t.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, failure.Transport(err, true)
-	}
-	return resp, nil
+	return Do(t, req)
 }
 
 // ErrorAnswer turns a non-2xx response into a classified error. It reads at
@@ -66,6 +58,23 @@ func ErrorAnswer(resp *http.Response, parse func(body []byte, a *failure.Answer)
 		parse(body, &a)
 	}
 	return failure.Classify(a)
+}
+
+// JSONInsteadOfStream turns a JSON body that answered a stream request (an
+// error, however its status reads) into the failure it reports: it reads at
+// most MaxErrorBody bytes, closes the body, and lets parse classify them;
+// parse returns nil for a body it does not recognise, which is then a
+// malformed answer.
+func JSONInsteadOfStream(resp *http.Response, parse func(body []byte) error) error {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBody))
+	if err != nil {
+		return failure.Transport(err, false)
+	}
+	if err := parse(body); err != nil {
+		return err
+	}
+	return failure.Malformed("JSON body where an event stream was expected", nil)
 }
 
 // ReadBody reads a success body whole, bounded by MaxResponseBody, and

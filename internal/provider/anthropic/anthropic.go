@@ -4,7 +4,6 @@ package anthropic
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
@@ -99,15 +98,12 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 }
 
 func jsonInsteadOfStream(resp *http.Response) error {
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
-	if err != nil {
-		return failure.Transport(err, false)
-	}
-	var a failure.Answer
-	if !parseError(body, &a) {
-		return failure.Malformed("JSON body where an event stream was expected", nil)
-	}
-	a.Status = statusOf(a.Type)
-	return failure.Classify(a)
+	return provider.JSONInsteadOfStream(resp, func(body []byte) error {
+		var a failure.Answer
+		if !parseError(body, &a) {
+			return nil
+		}
+		a.Status = statusOf(a.Type)
+		return failure.Classify(a)
+	})
 }

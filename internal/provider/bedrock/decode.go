@@ -257,20 +257,16 @@ func parseErrorBody(body []byte) (typ, msg string) {
 // body is classified by the status its exception stands for; anything
 // else is malformed.
 func jsonInsteadOfStream(resp *http.Response) error {
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
-	if err != nil {
-		return failure.Transport(err, false)
-	}
-	typ, msg := parseErrorBody(body)
-	if t := errorType(resp.Header.Get("X-Amzn-Errortype")); t != "" {
-		typ = t
-	}
-	typ = errorType(typ)
-	if typ == "" {
-		return failure.Malformed("JSON body where an event stream was expected", nil)
-	}
-	return failure.Classify(failure.Answer{Status: statusOf(typ), Type: typ, Message: msg})
+	return provider.JSONInsteadOfStream(resp, func(body []byte) error {
+		typ, msg := parseErrorBody(body)
+		if t := errorType(resp.Header.Get("X-Amzn-Errortype")); t != "" {
+			typ = t
+		}
+		if typ = errorType(typ); typ == "" {
+			return nil
+		}
+		return failure.Classify(failure.Answer{Status: statusOf(typ), Type: typ, Message: msg})
+	})
 }
 
 // statusOf is the HTTP status a Bedrock exception stands for (its smithy

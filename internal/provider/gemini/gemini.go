@@ -14,12 +14,10 @@ package gemini
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
-	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/provider"
 )
 
@@ -126,14 +124,10 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 }
 
 func jsonInsteadOfStream(resp *http.Response) error {
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
-	if err != nil {
-		return failure.Transport(err, false)
-	}
-	e, ok := parseRPC(body)
-	if !ok {
-		return failure.Malformed("JSON body where an event stream was expected", nil)
-	}
-	return e.answer()
+	return provider.JSONInsteadOfStream(resp, func(body []byte) error {
+		if e, ok := parseRPC(body); ok {
+			return e.answer()
+		}
+		return nil
+	})
 }

@@ -5,11 +5,9 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
-	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/provider"
 )
 
@@ -76,14 +74,11 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 }
 
 func jsonInsteadOfStream(resp *http.Response) error {
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
-	if err != nil {
-		return failure.Transport(err, false)
-	}
-	var eb errorBody
-	if err := json.Unmarshal(body, &eb); err != nil || isNull(eb.Error) {
-		return failure.Malformed("JSON body where an event stream was expected", err)
-	}
-	return streamError(eb.Error)
+	return provider.JSONInsteadOfStream(resp, func(body []byte) error {
+		var eb errorBody
+		if err := json.Unmarshal(body, &eb); err != nil || isNull(eb.Error) {
+			return nil
+		}
+		return streamError(eb.Error)
+	})
 }
