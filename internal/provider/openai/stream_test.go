@@ -272,3 +272,27 @@ func (r rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
 	req.URL.RawQuery = "phase=" + r.phase
 	return r.next.RoundTrip(req)
 }
+
+// A compatible server may answer a stream request with a JSON body (an
+// error, whatever the status says): it is classified from that body, never
+// read as a stream.
+func TestStreamAnsweredWithJSON(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		wantClass failure.Class
+	}{
+		{"rate limit in a 200", `{"error":{"message":"Rate limit exceeded","type":"rate_limit_exceeded","code":429}}`, failure.Throttled},
+		{"server error in a 200", `{"error":{"message":"upstream exploded","type":"server_error"}}`, failure.ProviderUnavailable},
+		{"JSON that is no error", `{"id":"chatcmpl-1","choices":[]}`, failure.ProviderUnavailable},
+		{"not even JSON", `<html>oops</html>`, failure.ProviderUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := streamOf(t, reply{header: map[string]string{"Content-Type": "application/json; charset=utf-8"}, body: tt.body})
+			if st != nil || classOf(err) != tt.wantClass {
+				t.Fatalf("stream %v, err %v (class %q), want class %q", st, err, classOf(err), tt.wantClass)
+			}
+		})
+	}
+}
