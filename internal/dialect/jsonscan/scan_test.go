@@ -173,6 +173,8 @@ func TestPath(t *testing.T) {
 		{Field("messages").At(2).F("content").At(0).F("text"), "messages[2].content[0].text"},
 		{Field("tools").At(0).F("function").F("parameters"), "tools[0].function.parameters"},
 		{Field("input").At(0).At(3), "input[3]"},
+		{Field("a").F("b").F("c").F("d").F("e").F("f").At(1), "a.b.c.d.e[1]"},
+		{Path{}.At(1), ""},
 	}
 	for _, tt := range tests {
 		if got := tt.p.String(); got != tt.want {
