@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
@@ -192,7 +193,7 @@ func (r *request) check() *failure.Public {
 			return bad(field("tool_choice"), "tool_choice of type '%s' may only be specified while providing tools", choiceType(tc.Mode))
 		}
 	}
-	if tc.Mode == canonical.ToolChoiceTool && !declared(r.Tools, tc.Name) {
+	if tc.Mode == canonical.ToolChoiceTool && !dialect.Declared(r.Tools, tc.Name) {
 		return bad(field("tool_choice").f("name"), "no tool named '%s' is declared in 'tools'", tc.Name)
 	}
 	return nil

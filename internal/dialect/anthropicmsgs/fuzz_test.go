@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -58,7 +59,7 @@ func checkRequest(t *testing.T, req *canonical.Request, body []byte) {
 		t.Fatalf("sampling out of range: %s", body)
 	}
 	for _, tool := range req.Tools {
-		if !validName(tool.Name) || !json.Valid(tool.Parameters) || tool.Parameters[0] != '{' {
+		if !dialect.ValidToolName(tool.Name) || !json.Valid(tool.Parameters) || tool.Parameters[0] != '{' {
 			t.Fatalf("bad tool %+v", tool)
 		}
 	}

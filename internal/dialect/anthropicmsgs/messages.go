@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -717,7 +718,7 @@ func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
 		default:
 			return none, bad(l.f("media_type"), "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'")
 		}
-		if !isBase64(data) {
+		if !dialect.IsBase64(data) {
 			return none, bad(l.f("data"), "Input should be valid base64 data")
 		}
 		return canonical.Part{Type: canonical.PartImage, MediaType: alias(media), Data: data}, nil
@@ -728,7 +729,7 @@ func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
 		if !has[2] {
 			return none, missing(l.f("url"))
 		}
-		if (!hasPrefixFold(url, "https://") && !hasPrefixFold(url, "http://")) || len(url) <= len("https://") && strings.HasSuffix(url, "//") {
+		if (!dialect.HasPrefixFold(url, "https://") && !dialect.HasPrefixFold(url, "http://")) || len(url) <= len("https://") && strings.HasSuffix(url, "//") {
 			return none, bad(l.f("url"), "Input should be an http(s) URL")
 		}
 		return canonical.Part{Type: canonical.PartImage, ImageURL: url}, nil
@@ -736,28 +737,6 @@ func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
 		return none, unsupported(l, "images uploaded with Anthropic's Files API are not available through every provider; send them inline or by URL")
 	}
 	return none, bad(l.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'", typ)
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-// isBase64 checks the standard alphabet and padding without decoding.
-func isBase64(s string) bool {
-	if s == "" || len(s)%4 != 0 {
-		return false
-	}
-	body := strings.TrimRight(s, "=")
-	if len(s)-len(body) > 2 {
-		return false
-	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
-			return false
-		}
-	}
-	return true
 }
 
 // decodeResultContent reads a tool_result's content: a string or text

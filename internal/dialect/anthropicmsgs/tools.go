@@ -4,32 +4,9 @@ import (
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
-
-// validName reports whether s matches ^[a-zA-Z0-9_-]{1,64}$, Anthropic's
-// rule for client tool names (and OpenAI's for functions).
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func declared(tools []canonical.Tool, name string) bool {
-	for i := range tools {
-		if tools[i].Name == name {
-			return true
-		}
-	}
-	return false
-}
 
 // decodeSystem reads the system prompt: a string, or text blocks joined
 // with a blank line (the canonical rule for several system texts).
@@ -106,7 +83,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if p != nil {
 			return nil, p
 		}
-		if declared(out, t.Name) {
+		if dialect.Declared(out, t.Name) {
 			return nil, bad(l, "Tool names must be unique.")
 		}
 		out = append(out, t)
@@ -198,7 +175,7 @@ func decodeTool(s *scanner, l path) (t canonical.Tool, _ *failure.Public) {
 		return t, unsupported(l.f(string(refused)), "tool search and programmatic tool calling are not available through every provider of a model")
 	case !hasName:
 		return t, missing(l.f("name"))
-	case !validName(t.Name):
+	case !dialect.ValidToolName(t.Name):
 		return t, bad(l.f("name"), "String should match pattern '^[a-zA-Z0-9_-]{1,64}$'")
 	case !hasSchema:
 		return t, missing(l.f("input_schema"))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
@@ -178,19 +179,10 @@ func (r *request) check() *failure.Public {
 		return bad(field("tool_choice"), "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
 	}
 	r.MaxTokens = max(r.maxCompletion, r.maxTokens)
-	if tc := r.ToolChoice; tc != nil && tc.Mode == canonical.ToolChoiceTool && !declared(r.Tools, tc.Name) {
+	if tc := r.ToolChoice; tc != nil && tc.Mode == canonical.ToolChoiceTool && !dialect.Declared(r.Tools, tc.Name) {
 		return bad(r.toolChoiceAt, "Invalid value for '%s': no tool named '%s' is declared in 'tools'.", r.toolChoiceAt, tc.Name)
 	}
 	return nil
-}
-
-func declared(tools []canonical.Tool, name string) bool {
-	for i := range tools {
-		if tools[i].Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *scanner) positiveInt(l loc) (int, *failure.Public) {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -43,7 +44,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("accepted a request without model or messages: %s", body)
 		}
 		for _, tool := range req.Tools {
-			if !validName(tool.Name) || (tool.Parameters != nil && (!json.Valid(tool.Parameters) || tool.Parameters[0] != '{')) {
+			if !dialect.ValidToolName(tool.Name) || (tool.Parameters != nil && (!json.Valid(tool.Parameters) || tool.Parameters[0] != '{')) {
 				t.Fatalf("bad tool %+v", tool)
 			}
 		}

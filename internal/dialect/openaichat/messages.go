@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -412,46 +413,24 @@ func decodeImageURL(s *scanner, l loc) (url string, hasURL bool, _ *failure.Publ
 // imagePart turns an image URL into a part: http(s) URLs are passed on,
 // data URLs become inline base64 data.
 func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
-	if hasPrefixFold(url, "https://") || hasPrefixFold(url, "http://") {
+	if dialect.HasPrefixFold(url, "https://") || dialect.HasPrefixFold(url, "http://") {
 		if len(url) == len("https://") || url == "http://" {
 			return canonical.Part{}, bad(l, "Invalid '%s': the URL has no host.", l)
 		}
 		return canonical.Part{Type: canonical.PartImage, ImageURL: url}, nil
 	}
-	if !hasPrefixFold(url, "data:") {
+	if !dialect.HasPrefixFold(url, "data:") {
 		return canonical.Part{}, bad(l, "Invalid '%s': expected an http(s) URL or a data URL of the form 'data:image/png;base64,<data>'.", l)
 	}
 	meta, data, ok := strings.Cut(url[len("data:"):], ",")
 	mime, ok2 := strings.CutSuffix(meta, ";base64")
-	if !ok || !ok2 || !hasPrefixFold(mime, "image/") || len(mime) == len("image/") || strings.ContainsAny(mime, ";, ") {
+	if !ok || !ok2 || !dialect.HasPrefixFold(mime, "image/") || len(mime) == len("image/") || strings.ContainsAny(mime, ";, ") {
 		return canonical.Part{}, bad(l, "Invalid '%s': a data URL must have the form 'data:image/<type>;base64,<data>'.", l)
 	}
-	if !isBase64(data) {
+	if !dialect.IsBase64(data) {
 		return canonical.Part{}, bad(l, "Invalid '%s': the data URL's payload is not valid base64.", l)
 	}
 	return canonical.Part{Type: canonical.PartImage, MediaType: strings.ToLower(mime), Data: data}, nil
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-// isBase64 checks the standard alphabet and padding without decoding.
-func isBase64(s string) bool {
-	if s == "" || len(s)%4 != 0 {
-		return false
-	}
-	body := strings.TrimRight(s, "=")
-	if len(s)-len(body) > 2 {
-		return false
-	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
-			return false
-		}
-	}
-	return true
 }
 
 // decodeToolCalls reads an assistant message's tool_calls.

@@ -4,26 +4,12 @@ import (
 	"encoding/json"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
 // maxTools is OpenAI's own limit on declared tools.
 const maxTools = 128
-
-// validName reports whether s matches ^[a-zA-Z0-9_-]{1,64}$, the rule
-// OpenAI applies to function and schema names.
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 	l := field("tools")
@@ -49,7 +35,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if p != nil {
 			return nil, p
 		}
-		if declared(out, t.Name) {
+		if dialect.Declared(out, t.Name) {
 			nl := l.At(i).F("function").F("name")
 			return nil, bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, t.Name)
 		}
@@ -116,7 +102,7 @@ func decodeFunction(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 		switch string(key) {
 		case "name":
 			hasName = true
-			if t.Name, p = s.getString(l.F("name")); p == nil && !validName(t.Name) {
+			if t.Name, p = s.getString(l.F("name")); p == nil && !dialect.ValidToolName(t.Name) {
 				p = bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
 			}
 		case "description":
@@ -325,7 +311,7 @@ func decodeJSONSchema(s *scanner, l loc, rf *canonical.ResponseFormat) (hasName 
 		switch string(key) {
 		case "name":
 			hasName = true
-			if rf.Name, p = s.getString(l.F("name")); p == nil && !validName(rf.Name) {
+			if rf.Name, p = s.getString(l.F("name")); p == nil && !dialect.ValidToolName(rf.Name) {
 				p = bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
 			}
 		case "description":

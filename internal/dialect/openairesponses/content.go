@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -219,45 +220,23 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 // data URLs become inline base64 data.
 func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
 	for _, scheme := range [...]string{"https://", "http://"} {
-		if hasPrefixFold(url, scheme) {
+		if dialect.HasPrefixFold(url, scheme) {
 			if len(url) == len(scheme) {
 				return canonical.Part{}, bad(l, "Invalid '%s': the URL has no host.", l)
 			}
 			return canonical.Part{Type: canonical.PartImage, ImageURL: url}, nil
 		}
 	}
-	if !hasPrefixFold(url, "data:") {
+	if !dialect.HasPrefixFold(url, "data:") {
 		return canonical.Part{}, bad(l, "Invalid '%s': expected an http(s) URL or a data URL of the form 'data:image/png;base64,<data>'.", l)
 	}
 	meta, data, ok := strings.Cut(url[len("data:"):], ",")
 	mime, ok2 := strings.CutSuffix(meta, ";base64")
-	if !ok || !ok2 || !hasPrefixFold(mime, "image/") || len(mime) == len("image/") || strings.ContainsAny(mime, ";, ") {
+	if !ok || !ok2 || !dialect.HasPrefixFold(mime, "image/") || len(mime) == len("image/") || strings.ContainsAny(mime, ";, ") {
 		return canonical.Part{}, bad(l, "Invalid '%s': a data URL must have the form 'data:image/<type>;base64,<data>'.", l)
 	}
-	if !isBase64(data) {
+	if !dialect.IsBase64(data) {
 		return canonical.Part{}, bad(l, "Invalid '%s': the data URL's payload is not valid base64.", l)
 	}
 	return canonical.Part{Type: canonical.PartImage, MediaType: strings.ToLower(mime), Data: data}, nil
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-// isBase64 checks the standard alphabet and padding without decoding.
-func isBase64(s string) bool {
-	if s == "" || len(s)%4 != 0 {
-		return false
-	}
-	body := strings.TrimRight(s, "=")
-	if len(s)-len(body) > 2 {
-		return false
-	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
-			return false
-		}
-	}
-	return true
 }

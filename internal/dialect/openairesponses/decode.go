@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
@@ -261,7 +262,7 @@ func (r *request) check() *failure.Public {
 		}
 		return bad(field("tool_choice"), "Invalid value for 'tool_choice': '%s' needs 'tools'; declare the functions the model may call.", tc.Mode)
 	}
-	if tc.Mode == canonical.ToolChoiceTool && !declared(r.Tools, tc.Name) {
+	if tc.Mode == canonical.ToolChoiceTool && !dialect.Declared(r.Tools, tc.Name) {
 		return bad(r.toolChoiceAt, "Invalid value for '%s': no function named '%s' is declared in 'tools'.", r.toolChoiceAt, tc.Name)
 	}
 	return nil
@@ -350,13 +351,4 @@ func decodeReasoning(s *scanner) *failure.Public {
 			return p
 		}
 	}
-}
-
-func declared(tools []canonical.Tool, name string) bool {
-	for i := range tools {
-		if tools[i].Name == name {
-			return true
-		}
-	}
-	return false
 }

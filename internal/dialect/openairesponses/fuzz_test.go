@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/sse"
 )
 
@@ -49,11 +50,11 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("max tokens %d", req.MaxTokens)
 		}
 		for _, tool := range req.Tools {
-			if !validName(tool.Name) || (tool.Parameters != nil && (!json.Valid(tool.Parameters) || tool.Parameters[0] != '{')) {
+			if !dialect.ValidToolName(tool.Name) || (tool.Parameters != nil && (!json.Valid(tool.Parameters) || tool.Parameters[0] != '{')) {
 				t.Fatalf("bad tool %+v", tool)
 			}
 		}
-		if tc := req.ToolChoice; tc != nil && (len(req.Tools) == 0 || tc.Mode == canonical.ToolChoiceTool && !declared(req.Tools, tc.Name)) {
+		if tc := req.ToolChoice; tc != nil && (len(req.Tools) == 0 || tc.Mode == canonical.ToolChoiceTool && !dialect.Declared(req.Tools, tc.Name)) {
 			t.Fatalf("tool choice %+v with tools %+v", tc, req.Tools)
 		}
 		// Every tool result answers a call of the assistant turn before it,

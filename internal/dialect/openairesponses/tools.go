@@ -4,23 +4,9 @@ import (
 	"encoding/json"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
-
-// validName reports whether s matches ^[a-zA-Z0-9_-]{1,64}$, the rule
-// OpenAI applies to function and schema names.
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 func badName(l loc) *failure.Public {
 	return bad(l, "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l)
@@ -53,7 +39,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if p != nil {
 			return nil, p
 		}
-		if declared(out, t.Name) {
+		if dialect.Declared(out, t.Name) {
 			nl := l.At(i).F("name")
 			return nil, bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, t.Name)
 		}
@@ -118,7 +104,7 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 		return t, unrecognized(l.F(other))
 	case !hasName:
 		return t, missing(l.F("name"))
-	case !validName(t.Name):
+	case !dialect.ValidToolName(t.Name):
 		return t, badName(l.F("name"))
 	}
 	return t, nil
@@ -309,7 +295,7 @@ func decodeFormat(s *scanner, l loc) (*canonical.ResponseFormat, *failure.Public
 		switch {
 		case !hasName:
 			return nil, missing(l.F("name"))
-		case !validName(rf.Name):
+		case !dialect.ValidToolName(rf.Name):
 			return nil, badName(l.F("name"))
 		case rf.Schema == nil:
 			return nil, missing(l.F("schema"))
