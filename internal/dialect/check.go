@@ -57,3 +57,29 @@ func IsBase64(s string) bool {
 	}
 	return true
 }
+
+// ImageURLPart reads an OpenAI image_url value: an http(s) URL, or a data
+// URL of the form data:image/<type>;base64,<data>. problem is set, to be
+// worded as "Invalid '<field>': <problem>.", when url is neither.
+func ImageURLPart(url string) (part canonical.Part, problem string) {
+	for _, scheme := range [...]string{"https://", "http://"} {
+		if HasPrefixFold(url, scheme) {
+			if len(url) == len(scheme) {
+				return canonical.Part{}, "the URL has no host"
+			}
+			return canonical.Part{Type: canonical.PartImage, ImageURL: url}, ""
+		}
+	}
+	if !HasPrefixFold(url, "data:") {
+		return canonical.Part{}, "expected an http(s) URL or a data URL of the form 'data:image/png;base64,<data>'"
+	}
+	meta, data, ok := strings.Cut(url[len("data:"):], ",")
+	mime, ok2 := strings.CutSuffix(meta, ";base64")
+	if !ok || !ok2 || !HasPrefixFold(mime, "image/") || len(mime) == len("image/") || strings.ContainsAny(mime, ";, ") {
+		return canonical.Part{}, "a data URL must have the form 'data:image/<type>;base64,<data>'"
+	}
+	if !IsBase64(data) {
+		return canonical.Part{}, "the data URL's payload is not valid base64"
+	}
+	return canonical.Part{Type: canonical.PartImage, MediaType: strings.ToLower(mime), Data: data}, ""
+}

@@ -410,27 +410,13 @@ func decodeImageURL(s *scanner, l loc) (url string, hasURL bool, _ *failure.Publ
 	}
 }
 
-// imagePart turns an image URL into a part: http(s) URLs are passed on,
-// data URLs become inline base64 data.
+// imagePart reads an image_url value (see dialect.ImageURLPart).
 func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
-	if dialect.HasPrefixFold(url, "https://") || dialect.HasPrefixFold(url, "http://") {
-		if len(url) == len("https://") || url == "http://" {
-			return canonical.Part{}, bad(l, "Invalid '%s': the URL has no host.", l)
-		}
-		return canonical.Part{Type: canonical.PartImage, ImageURL: url}, nil
+	part, problem := dialect.ImageURLPart(url)
+	if problem != "" {
+		return part, bad(l, "Invalid '%s': %s.", l, problem)
 	}
-	if !dialect.HasPrefixFold(url, "data:") {
-		return canonical.Part{}, bad(l, "Invalid '%s': expected an http(s) URL or a data URL of the form 'data:image/png;base64,<data>'.", l)
-	}
-	meta, data, ok := strings.Cut(url[len("data:"):], ",")
-	mime, ok2 := strings.CutSuffix(meta, ";base64")
-	if !ok || !ok2 || !dialect.HasPrefixFold(mime, "image/") || len(mime) == len("image/") || strings.ContainsAny(mime, ";, ") {
-		return canonical.Part{}, bad(l, "Invalid '%s': a data URL must have the form 'data:image/<type>;base64,<data>'.", l)
-	}
-	if !dialect.IsBase64(data) {
-		return canonical.Part{}, bad(l, "Invalid '%s': the data URL's payload is not valid base64.", l)
-	}
-	return canonical.Part{Type: canonical.PartImage, MediaType: strings.ToLower(mime), Data: data}, nil
+	return part, nil
 }
 
 // decodeToolCalls reads an assistant message's tool_calls.
