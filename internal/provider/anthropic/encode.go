@@ -23,21 +23,12 @@ func unsupported(req *canonical.Request) string {
 	}
 	for i := range req.Messages {
 		for _, tc := range req.Messages[i].ToolCalls {
-			if !isObject(tc.Arguments) {
+			if !wirejson.IsObjectArgs(tc.Arguments) {
 				return "tool call " + strconv.Quote(tc.ID) + " has arguments that are not a JSON object; Anthropic needs tool input as an object"
 			}
 		}
 	}
 	return ""
-}
-
-// isObject reports whether args is a JSON object ("" counts as {}).
-func isObject(args string) bool {
-	s := strings.TrimLeft(args, " \t\r\n")
-	if s == "" {
-		return true
-	}
-	return s[0] == '{' && wirejson.Valid([]byte(s))
 }
 
 // encode writes req as a Messages body, appending by hand (this runs for

@@ -36,7 +36,7 @@ func unsupported(req *canonical.Request) string {
 			}
 		}
 		for _, tc := range m.ToolCalls {
-			if !isObject(tc.Arguments) {
+			if !wirejson.IsObjectArgs(tc.Arguments) {
 				return "tool call " + strconv.Quote(tc.ID) + " has arguments that are not a JSON object; Converse needs tool input as an object"
 			}
 		}
@@ -99,15 +99,6 @@ func parseDataURL(u string) (media, data string, ok bool) {
 	}
 	media, found = strings.CutSuffix(meta, ";base64")
 	return media, data, found
-}
-
-// isObject reports whether args is a JSON object ("" counts as {}).
-func isObject(args string) bool {
-	s := strings.TrimLeft(args, " \t\r\n")
-	if s == "" {
-		return true
-	}
-	return s[0] == '{' && wirejson.Valid([]byte(s))
 }
 
 // encode writes req as a Converse body, appending by hand (this runs for

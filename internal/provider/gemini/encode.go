@@ -40,7 +40,7 @@ func unsupported(req *canonical.Request) string {
 			}
 		}
 		for _, tc := range m.ToolCalls {
-			if !isObject(tc.Arguments) {
+			if !wirejson.IsObjectArgs(tc.Arguments) {
 				return "tool call " + strconv.Quote(tc.ID) + " has arguments that are not a JSON object; Gemini needs function call args as an object"
 			}
 		}
@@ -66,15 +66,6 @@ func validFunctionName(s string) bool {
 		}
 	}
 	return true
-}
-
-// isObject reports whether args is a JSON object ("" counts as {}).
-func isObject(args string) bool {
-	s := strings.TrimLeft(args, " \t\r\n")
-	if s == "" {
-		return true
-	}
-	return s[0] == '{' && wirejson.Valid([]byte(s))
 }
 
 // toolName is the function a tool result (msgs[i]) answers: the name its

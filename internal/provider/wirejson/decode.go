@@ -10,6 +10,7 @@ package wirejson
 import (
 	"encoding/binary"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -525,6 +526,17 @@ func hex4(data []byte, i int) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// IsObjectArgs reports whether a tool call's arguments are one JSON object,
+// "" counting as {} (the adapters send it so): what Anthropic, Bedrock and
+// Gemini require of a call in history.
+func IsObjectArgs(args string) bool {
+	s := strings.TrimLeft(args, " \t\r\n")
+	if s == "" {
+		return true
+	}
+	return s[0] == '{' && Valid([]byte(s))
 }
 
 // Valid reports whether data is one well-formed JSON value.

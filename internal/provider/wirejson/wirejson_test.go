@@ -195,3 +195,14 @@ func TestPlain8(t *testing.T) {
 		check(b)
 	}
 }
+
+func TestIsObjectArgs(t *testing.T) {
+	for args, want := range map[string]bool{
+		"": true, "  ": true, `{}`: true, ` {"a":1}`: true,
+		`[]`: false, `"s"`: false, `{"a":`: false, `{} {}`: false, `null`: false,
+	} {
+		if got := IsObjectArgs(args); got != want {
+			t.Errorf("IsObjectArgs(%q) = %v", args, got)
+		}
+	}
+}
