@@ -18,6 +18,10 @@ type Public struct {
 	Param string
 	// RetryAfter is sent as the Retry-After header when positive.
 	RetryAfter time.Duration
+	// Retryable is the hint of a stream interrupted after commit: whether
+	// sending the request again may succeed (false when the provider
+	// rejected the request itself).
+	Retryable bool
 }
 
 func (p *Public) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Code, p.Message) }

@@ -467,3 +467,39 @@ func cancelAfterChunks(t *testing.T, h *harness, n int) {
 		t.Fatal("want an error after cancelling")
 	}
 }
+
+// The interrupt's retryable hint is honest: a provider that rejects the
+// request itself mid-stream would reject it again, so the hint is false
+// there and true for a provider failure.
+func TestChatInterruptRetryableHint(t *testing.T) {
+	for _, tt := range []struct {
+		fault string
+		want  bool
+	}{
+		{"error_after=3;error_type=overloaded_error", true},
+		{"error_after=3;error_type=invalid_request_error", false},
+	} {
+		t.Run(tt.fault, func(t *testing.T) {
+			h := newHarness(t, rungSpec{"primary", "anthropic"}, rungSpec{"secondary", "openai"})
+			h.fault("primary", tt.fault)
+			_, lines := rawStream(t, h, `{"model":"`+publicModel+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+			if len(lines) == 0 {
+				t.Fatal("no events")
+			}
+			var ev struct {
+				Error struct {
+					Type      string `json:"type"`
+					Message   string `json:"message"`
+					Retryable *bool  `json:"retryable"`
+				} `json:"error"`
+			}
+			last := lines[len(lines)-1]
+			if err := json.Unmarshal([]byte(last), &ev); err != nil || ev.Error.Type != "stream_interrupted" || ev.Error.Retryable == nil {
+				t.Fatalf("last event %s: want a typed stream_interrupted error", last)
+			}
+			if *ev.Error.Retryable != tt.want || strings.Contains(ev.Error.Message, "retry the request") != tt.want {
+				t.Errorf("retryable %v, message %q; want retryable %v", *ev.Error.Retryable, ev.Error.Message, tt.want)
+			}
+		})
+	}
+}

@@ -97,7 +97,13 @@ func (k *streamSink) Interrupt(res *engine.Result) error {
 	fe, delivered := res.Err, res.DeliveredTokens
 	pub := fe.ToPublic()
 	pub.Code = "stream_interrupted"
-	pub.Message = "the model provider failed after the answer began; the answer is incomplete (" + string(fe.Class) + "); retry the request"
+	// A provider that rejected the request itself would reject it again.
+	pub.Retryable = fe.Class != failure.InvalidRequest
+	advice := "retry the request"
+	if !pub.Retryable {
+		advice = "the provider rejected the request, so sending it again would fail the same way"
+	}
+	pub.Message = "the model provider failed after the answer began; the answer is incomplete (" + string(fe.Class) + "); " + advice
 	*k.buf = k.enc.Interrupt((*k.buf)[:0], pub, delivered)
 	err := k.flush()
 	setCostHeaders(k.w.Header(), k.c)

@@ -153,14 +153,14 @@ var streamCases = []streamCase{
 	{
 		name:      "interrupt",
 		events:    []canonical.Event{textEv("Once upon"), textEv(" a time")},
-		interrupt: &failure.Public{Status: 502, Code: "upstream_error", Message: "the model provider failed to answer; the request was not completed"},
+		interrupt: &failure.Public{Status: 502, Code: "upstream_error", Message: "the model provider failed to answer; the request was not completed", Retryable: true},
 		delivered: 3,
 		blocks:    []wantBlock{textBlock("Once upon a time")},
 	},
 	{
 		name:      "interrupt_in_tool_call",
 		events:    []canonical.Event{textEv("Let me check."), toolStart(0, "toolu_1", "get_weather"), toolArgs(0, `{"city":"Pa`)},
-		interrupt: &failure.Public{Status: 504, Code: "upstream_timeout", Message: "the model provider did not answer in time; the request was not completed"},
+		interrupt: &failure.Public{Status: 504, Code: "upstream_timeout", Message: "the model provider did not answer in time; the request was not completed", Retryable: true},
 		delivered: 9,
 	},
 }

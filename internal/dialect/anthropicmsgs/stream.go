@@ -5,6 +5,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/jsonw"
+	"strconv"
 )
 
 // Kinds of the content block being streamed.
@@ -156,7 +157,9 @@ func (e *encoder) Interrupt(dst []byte, pe *failure.Public, deliveredTokens int)
 		dst = append(dst, `,"code":`...)
 		dst = jsonw.AppendString(dst, pe.Code)
 	}
-	dst = append(dst, `,"retryable":true,"delivered_tokens":`...)
+	dst = append(dst, `,"retryable":`...)
+	dst = strconv.AppendBool(dst, pe.Retryable)
+	dst = append(dst, `,"delivered_tokens":`...)
 	dst = jsonw.AppendInt(dst, int64(deliveredTokens))
 	return append(dst, "}}\n\n"...)
 }

@@ -125,7 +125,7 @@ var streamCases = []streamCase{
 	{
 		name: "interrupt", includeUsage: true,
 		events:    []canonical.Event{text("Once upon"), text(" a time")},
-		interrupt: &failure.Public{Status: 502, Code: "upstream_error", Message: "the model provider failed to answer; the request was not completed"},
+		interrupt: &failure.Public{Status: 502, Code: "upstream_error", Message: "the model provider failed to answer; the request was not completed", Retryable: true},
 		delivered: 3,
 		text:      "Once upon a time",
 	},

@@ -5,6 +5,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/jsonw"
+	"strconv"
 )
 
 // encoder writes one chat.completion.chunk stream. Everything constant about
@@ -114,7 +115,9 @@ func (e *encoder) Interrupt(dst []byte, pe *failure.Public, deliveredTokens int)
 	dst = jsonw.AppendString(dst, pe.Message)
 	dst = append(dst, `,"type":"stream_interrupted","code":`...)
 	dst = jsonw.AppendStringOrNull(dst, pe.Code)
-	dst = append(dst, `,"param":null,"retryable":true,"delivered_tokens":`...)
+	dst = append(dst, `,"param":null,"retryable":`...)
+	dst = strconv.AppendBool(dst, pe.Retryable)
+	dst = append(dst, `,"delivered_tokens":`...)
 	dst = jsonw.AppendInt(dst, int64(deliveredTokens))
 	return append(dst, "}}\n\n"...)
 }

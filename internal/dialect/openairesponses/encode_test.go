@@ -81,7 +81,7 @@ type streamCase struct {
 	types          []string // the event types in order, when the case pins them
 }
 
-var interruptErr = &failure.Public{Status: 502, Code: "stream_interrupted", Message: "the model provider failed after the answer began; the answer is incomplete (provider_unavailable); retry the request"}
+var interruptErr = &failure.Public{Status: 502, Code: "stream_interrupted", Message: "the model provider failed after the answer began; the answer is incomplete (provider_unavailable); retry the request", Retryable: true}
 
 var streamCases = []streamCase{
 	{

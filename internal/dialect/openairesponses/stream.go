@@ -2,6 +2,7 @@ package openairesponses
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
@@ -406,7 +407,9 @@ func (e *encoder) Interrupt(dst []byte, pe *failure.Public, deliveredTokens int)
 	dst = begin(dst, "error")
 	dst = append(dst, `,"code":"stream_interrupted","message":`...)
 	dst = jsonw.AppendString(dst, pe.Message)
-	dst = append(dst, `,"param":null,"retryable":true,"delivered_tokens":`...)
+	dst = append(dst, `,"param":null,"retryable":`...)
+	dst = strconv.AppendBool(dst, pe.Retryable)
+	dst = append(dst, `,"delivered_tokens":`...)
 	dst = jsonw.AppendInt(dst, int64(deliveredTokens))
 	dst = e.end(dst)
 	for i := range e.items {
