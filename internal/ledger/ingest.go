@@ -199,6 +199,7 @@ func (w *Writer) appendJournal(items []item) {
 	if w.cur.live >= w.opts.IngestBatch {
 		kick = true
 	}
+	w.curLive.Store(int64(w.cur.live))
 	w.jmu.Unlock()
 	if err != nil {
 		w.st.journalFailures.Add(1)
@@ -267,10 +268,11 @@ func (w *Writer) ingestOnce() {
 	}
 	w.cur, w.spare = w.spare, nil
 	w.j.cut() // p's segments end here: they hold p's records only
+	w.ingesting.Store(int64(p.live))
+	w.curLive.Store(int64(w.cur.live))
 	w.jcond.Broadcast()
 	w.jmu.Unlock()
 
-	w.ingesting.Store(int64(p.live))
 	err := w.ingestSet(p)
 	w.ingesting.Store(0)
 	if err != nil {

@@ -55,10 +55,7 @@ func (w *Writer) Stats() WriterStats {
 	ws.IngestP50, ws.IngestP99, ws.IngestMax = w.st.ingest.quantiles()
 	ws.JournalFailures = w.st.journalFailures.Load()
 	if w.j != nil {
-		w.jmu.Lock()
-		ws.Pending = w.cur.live
-		w.jmu.Unlock()
-		ws.Pending += int(w.ingesting.Load())
+		ws.Pending = int(w.curLive.Load() + w.ingesting.Load())
 	}
 	return ws
 }

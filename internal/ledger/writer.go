@@ -145,6 +145,9 @@ type Writer struct {
 	appendDone chan struct{} // closed by the appender after its drain
 	ingestDone chan struct{} // closed when the ingester has exited
 	ingesting  atomic.Int64  // records of the set being ingested (Stats)
+	// curLive mirrors cur.live (written under jmu) so that Stats, read on
+	// every metrics scrape, never waits behind a journal write or fsync.
+	curLive atomic.Int64
 	// Owned by the ingester.
 	ibatch       Batch
 	ingestFailed bool // a set was given up: keep every segment from now on
@@ -228,6 +231,7 @@ func newWriter(s Store, opts WriterOptions, now func() time.Time, sleep func(con
 			}
 			j.leftovers = nil
 		}
+		w.curLive.Store(int64(w.cur.live))
 		go w.ingestLoop()
 	}
 	go w.run()
