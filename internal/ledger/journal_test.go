@@ -190,6 +190,9 @@ func TestJournalIngestBatching(t *testing.T) {
 	}
 	// Fewer than IngestBatch may stay pending, no more.
 	waitFor(t, "ingested without a tick", func() bool { return len(flat(f.committed())) >= 3+16 })
+	// The tick must find the rest in the journal: a settlement still on
+	// its way to a group commit would wait for a tick that never comes.
+	waitFor(t, "all appended", func() bool { return w.Stats().Settlements == 28 })
 	tick <- time.Now()
 	waitFor(t, "the rest on the tick", func() bool { return len(flat(f.committed())) == 28 })
 	for _, b := range f.committed() {
