@@ -122,6 +122,8 @@ type Engine struct {
 	observer Observer
 	gate     Gate
 	now      func() time.Time
+	// maxAnswer bounds an assembled non-streamed answer, in bytes.
+	maxAnswer int
 }
 
 // Option configures an Engine.
@@ -135,6 +137,11 @@ func WithGate(g Gate) Option { return func(e *Engine) { e.gate = g } }
 
 // WithClock sets the clock used for attempt timestamps (default time.Now).
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// WithMaxAnswerBytes bounds a non-streamed answer assembled in memory
+// (default DefaultMaxAnswerBytes); a provider sending more fails the
+// attempt as provider_unavailable.
+func WithMaxAnswerBytes(n int) Option { return func(e *Engine) { e.maxAnswer = n } }
 
 // New returns an Engine logging to log (operator logs: never content).
 func New(log *slog.Logger, opts ...Option) *Engine {
@@ -231,41 +238,13 @@ func next(i int, retried bool, fe *failure.Error) (rung int, retry, stop bool) {
 	return i + 1, false, false
 }
 
-// Complete runs a non-streamed request through the providers' non-streaming
-// APIs, failing over on any pre-answer failure the table allows.
+// Complete runs a non-streamed request. Upstream it is streamed, and the
+// events are assembled into the whole answer before anything reaches the
+// caller: the first-byte and idle bounds hold as they do for a stream (a
+// provider's non-streaming API says nothing until the answer is done), and
+// a provider that dies halfway fails over invisibly, since nothing was sent.
 func (e *Engine) Complete(ctx context.Context, p *Plan, req *canonical.Request) *Result {
-	res := &Result{Served: -1}
-	retry := false
-	for i := 0; i < len(p.Rungs); {
-		r := &p.Rungs[i]
-		done, ok := e.admit(p, i, res)
-		if !ok {
-			i, retry = i+1, false
-			continue
-		}
-		a := Attempt{Rung: i, Deployment: r.Deployment.ID, Retry: retry, Start: e.now()}
-		actx, cancel := context.WithTimeoutCause(ctx, r.Deployment.Timeouts.Total.D(), causeTotal)
-		resp, err := r.Adapter.Complete(actx, e.target(p, i), req)
-		if err == nil {
-			cancel()
-			a.FirstByte = e.now().Sub(a.Start)
-			a.FirstToken = a.FirstByte
-			res.Served, res.Response, res.Stop, res.Err = i, resp, resp.Stop, nil
-			res.Usage, res.UsageReported = resp.Usage, !resp.Usage.IsZero()
-			e.finishAttempt(p, res, &a, done)
-			return res
-		}
-		a.Err = classify(ctx, actx, err, true)
-		cancel()
-		e.finishAttempt(p, res, &a, done)
-		res.Err = a.Err
-		var stop bool
-		i, retry, stop = next(i, retry, a.Err)
-		if stop {
-			return res
-		}
-	}
-	return e.exhausted(res)
+	return e.run(ctx, p, req, nil, newCollector(e.maxAnswer))
 }
 
 // exhausted finishes a result whose every rung was tried or skipped.

@@ -462,24 +462,36 @@ func TestStreamCallerCancel(t *testing.T) {
 }
 
 func TestComplete(t *testing.T) {
-	okResp := &canonical.Response{Text: "hi", Stop: canonical.StopEnd, Usage: canonical.Usage{InputTokens: 3, OutputTokens: 1}}
+	died := step{err: failure.Transport(errors.New("connection reset"), false)}
 	tests := []struct {
 		name      string
 		rungs     [][]script
 		wantTrail string
 		wantErr   failure.Class
 		served    int
+		wantText  string
 	}{
-		{"success", [][]script{{{resp: okResp}}}, "primary=ok", "", 0},
-		{"529 fails over", [][]script{{{dispatchErr: status(529)}}, {{resp: okResp}}}, "primary=provider_unavailable secondary=ok", "", 1},
-		{"402 fails over", [][]script{{{dispatchErr: status(402)}}, {{resp: okResp}}}, "primary=provider_credit_exhausted secondary=ok", "", 1},
-		{"404 fails over", [][]script{{{dispatchErr: status(404)}}, {{resp: okResp}}}, "primary=provider_binding_invalid secondary=ok", "", 1},
-		{"422 stops", [][]script{{{dispatchErr: status(422)}}, {}}, "primary=invalid_request", failure.InvalidRequest, -1},
-		{"all rungs down", [][]script{{{dispatchErr: status(500)}}, {{dispatchErr: status(503)}}}, "primary=provider_unavailable secondary=provider_unavailable", failure.ProviderUnavailable, -1},
+		{"success", [][]script{{okStream("h", "i")}}, "primary=ok", "", 0, "hi"},
+		{"529 fails over", [][]script{{{dispatchErr: status(529)}}, {okStream("hi")}}, "primary=provider_unavailable secondary=ok", "", 1, "hi"},
+		{"402 fails over", [][]script{{{dispatchErr: status(402)}}, {okStream("hi")}}, "primary=provider_credit_exhausted secondary=ok", "", 1, "hi"},
+		{"404 fails over", [][]script{{{dispatchErr: status(404)}}, {okStream("hi")}}, "primary=provider_binding_invalid secondary=ok", "", 1, "hi"},
+		{"422 stops", [][]script{{{dispatchErr: status(422)}}, {}}, "primary=invalid_request", failure.InvalidRequest, -1, ""},
+		{"all rungs down", [][]script{{{dispatchErr: status(500)}}, {{dispatchErr: status(503)}}}, "primary=provider_unavailable secondary=provider_unavailable", failure.ProviderUnavailable, -1, ""},
+		// Nothing reached the caller, so a provider dying halfway through
+		// the answer fails over, and the answer is the secondary's alone.
+		{"dies halfway: fails over, one whole answer", [][]script{{{steps: []step{start, text("par"), text("tial"), died}}}, {okStream("who", "le")}},
+			"primary=provider_unavailable secondary=ok", "", 1, "whole"},
+		{"silent after headers: first-byte bound fails over", [][]script{{{steps: []step{{stall: true}}}}, {okStream("hi")}},
+			"primary=provider_unavailable secondary=ok", "", 1, "hi"},
+		{"silent halfway: idle bound fails over", [][]script{{{steps: []step{start, text("a"), {stall: true}}}}, {okStream("hi")}},
+			"primary=provider_unavailable secondary=ok", "", 1, "hi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, _ := plan(t, tt.rungs...)
+			for i := range p.Rungs {
+				p.Rungs[i].Deployment = dep(p.Rungs[i].Deployment.ID, 50*time.Millisecond, 50*time.Millisecond)
+			}
 			res := newEngine().Complete(context.Background(), p, &canonical.Request{})
 			if got := trail(res); got != tt.wantTrail {
 				t.Errorf("trail = %q, want %q", got, tt.wantTrail)
@@ -487,14 +499,51 @@ func TestComplete(t *testing.T) {
 			if res.Served != tt.served {
 				t.Errorf("served = %d, want %d", res.Served, tt.served)
 			}
-			if tt.wantErr == "" && (res.Err != nil || res.Response != okResp) {
-				t.Errorf("err = %v", res.Err)
+			if tt.wantErr == "" {
+				if res.Err != nil || res.Response == nil {
+					t.Fatalf("err = %v, response %v", res.Err, res.Response)
+				}
+				if res.Response.Text != tt.wantText || res.Response.Stop != canonical.StopEnd || res.Response.Usage.OutputTokens != 2 || !res.UsageReported {
+					t.Errorf("response = %+v, want text %q, stop end, usage from the stream", res.Response, tt.wantText)
+				}
 			}
-			if tt.wantErr != "" && (res.Err == nil || res.Err.Class != tt.wantErr) {
-				t.Errorf("err = %v, want %s", res.Err, tt.wantErr)
+			if tt.wantErr != "" && (res.Err == nil || res.Err.Class != tt.wantErr || res.Response != nil) {
+				t.Errorf("err = %v response %v, want %s and no response", res.Err, res.Response, tt.wantErr)
 			}
 		})
 	}
+	t.Run("silence bounds name the timeout", func(t *testing.T) {
+		p, _ := plan(t, []script{{steps: []step{{stall: true}}}})
+		p.Rungs[0].Deployment = dep("primary", 30*time.Millisecond, time.Second)
+		res := newEngine().Complete(context.Background(), p, &canonical.Request{})
+		if res.Err == nil || res.Err.Timeout != failure.TimeoutFirstByte {
+			t.Fatalf("err = %v, want a first_byte timeout", res.Err)
+		}
+	})
+	t.Run("tool calls and refusals assembled by index", func(t *testing.T) {
+		steps := []step{start,
+			{ev: canonical.Event{Kind: canonical.EventToolCallStart, Index: 0, ID: "c0", Name: "a", Text: `{"x"`}},
+			{ev: canonical.Event{Kind: canonical.EventToolCallStart, Index: 1, ID: "c1", Name: "b"}},
+			{ev: canonical.Event{Kind: canonical.EventToolCallDelta, Index: 0, Text: `:1}`}},
+			{ev: canonical.Event{Kind: canonical.EventToolCallDelta, Index: 1, Text: `{}`}},
+			{ev: canonical.Event{Kind: canonical.EventRefusalDelta, Text: "no"}},
+			stopEnd, usage}
+		p, _ := plan(t, []script{{steps: steps}})
+		res := newEngine().Complete(context.Background(), p, &canonical.Request{})
+		r := res.Response
+		if res.Err != nil || len(r.ToolCalls) != 2 || r.ToolCalls[0] != (canonical.ToolCall{ID: "c0", Name: "a", Arguments: `{"x":1}`}) ||
+			r.ToolCalls[1] != (canonical.ToolCall{ID: "c1", Name: "b", Arguments: `{}`}) || r.Refusal != "no" {
+			t.Fatalf("err %v response %+v", res.Err, r)
+		}
+	})
+	t.Run("an answer past the size bound is the provider's failure and fails over", func(t *testing.T) {
+		big := strings.Repeat("x", 600)
+		p, _ := plan(t, []script{okStream(big, big)}, []script{okStream("ok")})
+		res := New(slog.New(slog.DiscardHandler), WithMaxAnswerBytes(1000)).Complete(context.Background(), p, &canonical.Request{})
+		if got := trail(res); got != "primary=provider_unavailable secondary=ok" || res.Response.Text != "ok" {
+			t.Fatalf("trail %q response %+v", got, res.Response)
+		}
+	})
 }
 
 func TestUpstreamKeys(t *testing.T) {

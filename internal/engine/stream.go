@@ -163,6 +163,12 @@ func (w *watchdog) stop() {
 // allows moves on (retry once or next rung) invisibly; after commit a
 // failure ends the caller's stream with a typed error event.
 func (e *Engine) Stream(ctx context.Context, p *Plan, req *canonical.Request, sink Sink) *Result {
+	return e.run(ctx, p, req, sink, nil)
+}
+
+// run walks the plan's rungs. Exactly one of sink (a stream to the caller)
+// and col (an answer assembled for a non-streaming caller) is set.
+func (e *Engine) run(ctx context.Context, p *Plan, req *canonical.Request, sink Sink, col *collector) *Result {
 	res := &Result{Served: -1}
 	retry := false
 	for i := 0; i < len(p.Rungs); {
@@ -171,7 +177,7 @@ func (e *Engine) Stream(ctx context.Context, p *Plan, req *canonical.Request, si
 			i, retry = i+1, false
 			continue
 		}
-		fe := e.streamAttempt(ctx, p, i, retry, req, sink, res, done)
+		fe := e.streamAttempt(ctx, p, i, retry, req, sink, col, res, done)
 		if fe == nil {
 			return res
 		}
@@ -191,7 +197,9 @@ func (e *Engine) Stream(ctx context.Context, p *Plan, req *canonical.Request, si
 // streamAttempt makes one attempt on rung i. It returns nil when the rung
 // served the whole answer; otherwise the failure, with res.Err and the
 // caller's stream already finished when the failure came after commit.
-func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, req *canonical.Request, sink Sink, res *Result, done func(*Attempt)) *failure.Error {
+// With col set, events are assembled there instead of sent, and the attempt
+// commits only once the provider's stream ended cleanly.
+func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, req *canonical.Request, sink Sink, col *collector, res *Result, done func(*Attempt)) *failure.Error {
 	r := &p.Rungs[i]
 	to := r.Deployment.Timeouts
 	a := Attempt{Rung: i, Deployment: r.Deployment.ID, Retry: retry, Start: e.now()}
@@ -215,6 +223,9 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		return fe
 	}
 
+	if col != nil {
+		col.reset()
+	}
 	st, err := r.Adapter.Stream(actx, e.target(p, i), req)
 	if err != nil {
 		return fail(classify(ctx, actx, err, true))
@@ -244,6 +255,17 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 	for {
 		var err error
 		ev, err = st.Next()
+		if err == io.EOF && col != nil {
+			res.Served, res.Committed = i, true
+			if a.FirstToken == 0 {
+				a.FirstToken = e.now().Sub(a.Start)
+			}
+			res.Usage, res.UsageReported, res.Stop, res.StopSequence = usage, reported, stop, stopSeq
+			res.Response = col.response(stop, stopSeq, usage)
+			res.Err = nil
+			e.finishAttempt(p, res, &a, done)
+			return nil
+		}
 		if err == io.EOF {
 			if !res.Committed {
 				if cerr := commit(); cerr != nil {
@@ -280,6 +302,15 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 			continue
 		}
 		if !ev.Kind.Semantic() {
+			continue
+		}
+		if col != nil {
+			if a.FirstToken == 0 {
+				a.FirstToken = e.now().Sub(a.Start)
+			}
+			if fe := col.add(&ev); fe != nil {
+				return fail(fe)
+			}
 			continue
 		}
 		if !res.Committed {

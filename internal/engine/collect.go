@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+)
+
+// DefaultMaxAnswerBytes bounds a non-streamed answer assembled in memory:
+// far above any model's output ceiling (about 4 bytes a token), far below
+// what a hostile provider could make the gateway hold.
+const DefaultMaxAnswerBytes = 16 << 20
+
+// errAnswerTooLarge is the provider's fault: no model writes that much.
+var errAnswerTooLarge = errors.New("the provider's answer exceeded the gateway's answer size bound")
+
+// collector assembles one attempt's semantic events into a whole answer,
+// for a caller that asked for no stream. Nothing reaches the caller until
+// the provider's stream ended cleanly, so a failure anywhere before that
+// point fails over invisibly.
+type collector struct {
+	limit   int
+	size    int
+	text    strings.Builder
+	refusal strings.Builder
+	calls   []call
+	// byIndex maps a tool call's stream index to its place in calls.
+	byIndex map[int]int
+}
+
+type call struct {
+	id, name string
+	args     []byte
+}
+
+func newCollector(limit int) *collector {
+	if limit <= 0 {
+		limit = DefaultMaxAnswerBytes
+	}
+	return &collector{limit: limit}
+}
+
+// reset forgets a failed attempt's partial answer.
+func (c *collector) reset() {
+	c.size = 0
+	c.text.Reset()
+	c.refusal.Reset()
+	c.calls = c.calls[:0]
+	clear(c.byIndex)
+}
+
+// add takes one semantic event. It fails when the answer outgrows the
+// bound: the provider is then treated as broken.
+func (c *collector) add(ev *canonical.Event) *failure.Error {
+	c.size += len(ev.Text) + len(ev.ID) + len(ev.Name)
+	if c.size > c.limit {
+		return &failure.Error{Class: failure.ProviderUnavailable, Detail: errAnswerTooLarge.Error(), Err: errAnswerTooLarge}
+	}
+	switch ev.Kind {
+	case canonical.EventTextDelta:
+		c.text.WriteString(ev.Text)
+	case canonical.EventRefusalDelta:
+		c.refusal.WriteString(ev.Text)
+	case canonical.EventToolCallStart:
+		if c.byIndex == nil {
+			c.byIndex = map[int]int{}
+		}
+		c.byIndex[ev.Index] = len(c.calls)
+		c.calls = append(c.calls, call{id: ev.ID, name: ev.Name, args: []byte(ev.Text)})
+	case canonical.EventToolCallDelta:
+		if i, ok := c.byIndex[ev.Index]; ok {
+			c.calls[i].args = append(c.calls[i].args, ev.Text...)
+		}
+	}
+	return nil
+}
+
+// response is the assembled answer.
+func (c *collector) response(stop canonical.StopReason, stopSeq string, u canonical.Usage) *canonical.Response {
+	r := &canonical.Response{Text: c.text.String(), Refusal: c.refusal.String(), Stop: stop, StopSequence: stopSeq, Usage: u}
+	if len(c.calls) > 0 {
+		r.ToolCalls = make([]canonical.ToolCall, len(c.calls))
+		for i := range c.calls {
+			r.ToolCalls[i] = canonical.ToolCall{ID: c.calls[i].id, Name: c.calls[i].name, Arguments: string(c.calls[i].args)}
+		}
+	}
+	return r
+}
