@@ -12,10 +12,10 @@ import (
 func TestNonStreamedSilenceAndHalfwayDeath(t *testing.T) {
 	for _, kind := range []string{"openai", "anthropic", "bedrock", "gemini"} {
 		for _, tc := range []struct{ fault, wantClass string }{
-			{"stall", "provider_unavailable"},          // accepts, never answers: first_byte
-			{"stall_after=3", "provider_unavailable"},  // answers three deltas, then silence: idle
-			{"die_after=3", "provider_unavailable"},    // connection cut halfway
-			{"error_after=3", "provider_unavailable"},  // the provider's in-stream error halfway
+			{"stall", "provider_unavailable"},         // accepts, never answers: first_byte
+			{"stall_after=3", "provider_unavailable"}, // answers three deltas, then silence: idle
+			{"die_after=3", "provider_unavailable"},   // connection cut halfway
+			{"error_after=3", "provider_unavailable"}, // the provider's in-stream error halfway
 			{"malformed_after=3", "provider_unavailable"},
 		} {
 			t.Run(kind+" "+tc.fault, func(t *testing.T) {
