@@ -235,3 +235,15 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// restrictedKey creates a virtual key that may call only models.
+func (h *harness) restrictedKey(t testing.TB, models ...string) string {
+	t.Helper()
+	k, _, err := keys.New(context.Background(), h.store, "acme", "search", models, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func optionAPIKey(k string) option.RequestOption { return option.WithAPIKey(k) }

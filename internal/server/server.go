@@ -120,6 +120,7 @@ func New(opts Options) *Server {
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	s.mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	s.mux.Handle("GET /v1/admin/health", s.admin(s.handleAdminHealth))
 	s.mux.Handle("GET /v1/admin/explain", s.admin(s.handleExplain))
 	s.mux.Handle("POST /v1/admin/explain", s.admin(s.handleExplain))
@@ -133,6 +134,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/chat/completions", openaiChat())
 	s.handle("POST /v1/responses", openaiResponses())
 	s.handle("POST /v1/messages", anthropicMessages())
+	s.routeStateless()
 }
 
 func (s *Server) handle(pattern string, d dialect.Dialect) {
