@@ -144,7 +144,9 @@ type Request struct {
 	MaxTokens   int
 	Temperature *float64
 	TopP        *float64
-	Stop        []string
+	// TopK is nil when the caller did not set it; OpenAI has no counterpart.
+	TopK *int
+	Stop []string
 	// ResponseFormat is nil for plain text.
 	ResponseFormat *ResponseFormat
 	// Stream is true when the caller asked for a streamed answer.
@@ -152,6 +154,15 @@ type Request struct {
 	// IncludeUsage asks for usage in the stream even where the caller's
 	// dialect makes it optional (OpenAI Chat's stream_options.include_usage).
 	IncludeUsage bool
+
+	// AnthropicVersion is the anthropic-version an Anthropic caller spoke
+	// (empty for other dialects); Anthropic rungs are sent it where they
+	// can honour the request under it.
+	AnthropicVersion string
+	// Betas are the caller's anthropic-beta values that may change the
+	// answer, in order; hints that never do are not kept (see
+	// package anthropicbeta).
+	Betas []string
 }
 
 // HasImages reports whether any message carries an image part.

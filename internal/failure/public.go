@@ -18,6 +18,10 @@ type Public struct {
 	Param string
 	// RetryAfter is sent as the Retry-After header when positive.
 	RetryAfter time.Duration
+	// ErrorCode is a finer machine-readable code for dialects that carry
+	// one (Anthropic's error.details.error_code), e.g.
+	// "thread_unsupported_request"; empty when none.
+	ErrorCode string
 	// Retryable is the hint of a stream interrupted after commit: whether
 	// sending the request again may succeed (false when the provider
 	// rejected the request itself).

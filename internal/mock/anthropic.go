@@ -32,25 +32,46 @@ func (anthropicMessages) validate(sc *Script) error {
 
 func (an anthropicMessages) admit(c *call, r *http.Request, apiKey string) *apiError {
 	if apiKey != "" {
-		switch key := r.Header.Get("x-api-key"); {
+		// The 2026-10-21 SDKs send the key as a bearer token; the API takes
+		// either.
+		key := r.Header.Get("x-api-key")
+		if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && key == "" {
+			key = bearer
+		}
+		switch {
 		case key == "":
 			return newAPIError(http.StatusUnauthorized, "authentication_error", "", "x-api-key header is required", "")
 		case key != apiKey:
 			return newAPIError(http.StatusUnauthorized, "authentication_error", "", "invalid x-api-key", "")
 		}
 	}
-	if r.Header.Get("anthropic-version") == "" {
+	switch v := r.Header.Get("anthropic-version"); v {
+	case "":
 		return an.badRequest(c, "anthropic-version: header is required")
+	case anVersion20230601, anVersion20261021:
+		c.version = v
+	default:
+		return an.badRequest(c, "anthropic-version: "+strconv.Quote(v)+" is not a valid version")
 	}
 	return nil
 }
 
+// The versions the mock speaks: 2026-10-21 refuses temperature, top_p and
+// top_k, even at their defaults.
+const (
+	anVersion20230601 = "2023-06-01"
+	anVersion20261021 = "2026-10-21"
+)
+
 type anRequest struct {
-	Model         *string      `json:"model"`
-	MaxTokens     *int         `json:"max_tokens"`
-	Messages      *[]anMessage `json:"messages"`
-	Stream        *bool        `json:"stream"`
-	StopSequences []string     `json:"stop_sequences"`
+	Temperature   json.RawMessage `json:"temperature"`
+	TopP          json.RawMessage `json:"top_p"`
+	TopK          json.RawMessage `json:"top_k"`
+	Model         *string         `json:"model"`
+	MaxTokens     *int            `json:"max_tokens"`
+	Messages      *[]anMessage    `json:"messages"`
+	Stream        *bool           `json:"stream"`
+	StopSequences []string        `json:"stop_sequences"`
 	Tools         []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
@@ -66,7 +87,7 @@ type anMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-func (an anthropicMessages) decode(body []byte) (*request, *apiError) {
+func (an anthropicMessages) decode(c *call, body []byte) (*request, *apiError) {
 	bad := func(format string, args ...any) (*request, *apiError) {
 		return nil, newAPIError(http.StatusBadRequest, "invalid_request_error", "", fmt.Sprintf(format, args...), "")
 	}
@@ -77,6 +98,16 @@ func (an anthropicMessages) decode(body []byte) (*request, *apiError) {
 			return bad("%s: Input should be a valid %s", te.Field, te.Type)
 		}
 		return bad("There was an issue with your request body: it is not valid JSON.")
+	}
+	if c != nil && c.version == anVersion20261021 {
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"temperature", in.Temperature}, {"top_p", in.TopP}, {"top_k", in.TopK}} {
+			if len(f.raw) > 0 && string(f.raw) != "null" {
+				return bad("%s: Extra inputs are not permitted with anthropic-version %s", f.name, anVersion20261021)
+			}
+		}
 	}
 	switch {
 	case in.Model == nil:

@@ -138,7 +138,7 @@ type brMessage struct {
 	Content []map[string]json.RawMessage `json:"content"`
 }
 
-func (b bedrockConverse) decode(body []byte) (*request, *apiError) {
+func (b bedrockConverse) decode(_ *call, body []byte) (*request, *apiError) {
 	bad := func(format string, args ...any) (*request, *apiError) {
 		return nil, newAPIError(http.StatusBadRequest, "ValidationException", "", fmt.Sprintf(format, args...), "")
 	}

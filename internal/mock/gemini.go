@@ -161,7 +161,7 @@ type gmRequest struct {
 // gmPartData are the members of Part's data oneof.
 var gmPartData = []string{"text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode", "codeExecutionResult"}
 
-func (g geminiAPI) decode(body []byte) (*request, *apiError) {
+func (g geminiAPI) decode(_ *call, body []byte) (*request, *apiError) {
 	bad := func(field, format string, args ...any) (*request, *apiError) {
 		return nil, newAPIError(http.StatusBadRequest, "INVALID_ARGUMENT", "", fmt.Sprintf(format, args...), field)
 	}

@@ -296,7 +296,7 @@ func FuzzGeminiRequest(f *testing.F) {
 		if model, _, ok := geminiRoute(path); ok && (model == "" || strings.ContainsAny(model, "/:")) {
 			t.Fatalf("route %q gave model %q", path, model)
 		}
-		req, e := geminiAPI{}.decode([]byte(body))
+		req, e := geminiAPI{}.decode(nil, []byte(body))
 		switch {
 		case e != nil && (e.status != 400 || e.typ != "INVALID_ARGUMENT" || req != nil):
 			t.Fatalf("error %+v", e)

@@ -120,7 +120,7 @@ type oaTool struct {
 
 const oaParseError = "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"
 
-func (o openAIChat) decode(body []byte) (*request, *apiError) {
+func (o openAIChat) decode(_ *call, body []byte) (*request, *apiError) {
 	bad := func(msg, param, code string) (*request, *apiError) {
 		return nil, newAPIError(http.StatusBadRequest, "invalid_request_error", code, msg, param)
 	}

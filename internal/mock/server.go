@@ -33,7 +33,7 @@ func (m *Mock) generate(c *call, w http.ResponseWriter, r *http.Request) {
 		m.wire.writeError(c, w, e)
 		return
 	}
-	req, e := m.wire.decode(body)
+	req, e := m.wire.decode(c, body)
 	if e != nil {
 		m.wire.writeError(c, w, e)
 		return

@@ -40,7 +40,9 @@ func TestValidation(t *testing.T) {
 		{"anthropic", "missing version", reqBody("anthropic", false, ""), []string{"anthropic-version", ""}, 400, "invalid_request_error", "", "anthropic-version: header is required"},
 		{"anthropic", "missing key", reqBody("anthropic", false, ""), []string{"x-api-key", ""}, 401, "authentication_error", "", "x-api-key header is required"},
 		{"anthropic", "wrong key", reqBody("anthropic", false, ""), []string{"x-api-key", "nope"}, 401, "authentication_error", "", "invalid x-api-key"},
-		{"anthropic", "bearer is not enough", reqBody("anthropic", false, ""), []string{"x-api-key", "", "Authorization", "Bearer sk-ant-good"}, 401, "authentication_error", "", "x-api-key header is required"},
+		{"anthropic", "a wrong bearer key", reqBody("anthropic", false, ""), []string{"x-api-key", "", "Authorization", "Bearer sk-ant-bad"}, 401, "authentication_error", "", "invalid x-api-key"},
+		{"anthropic", "unknown version", reqBody("anthropic", false, ""), []string{"anthropic-version", "2025-01-01"}, 400, "invalid_request_error", "", `anthropic-version: "2025-01-01" is not a valid version`},
+		{"anthropic", "sampling under 2026-10-21", `{"model":"m","max_tokens":5,"temperature":1,"messages":[{"role":"user","content":"hi"}]}`, []string{"anthropic-version", "2026-10-21"}, 400, "invalid_request_error", "", "temperature: Extra inputs are not permitted with anthropic-version 2026-10-21"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.kind+"/"+tc.name, func(t *testing.T) {

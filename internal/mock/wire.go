@@ -23,7 +23,7 @@ type wire interface {
 	admit(c *call, r *http.Request, apiKey string) *apiError
 	// decode parses and validates a generation request body as the real
 	// provider does (at least for what the mock relies on).
-	decode(body []byte) (*request, *apiError)
+	decode(c *call, body []byte) (*request, *apiError)
 
 	// statusError is the provider's real error answer for status (sc may be
 	// nil; its error_type/error_code/message override the defaults).
@@ -115,6 +115,9 @@ type call struct {
 	// routeModel is the model named by the endpoint's path (Gemini), for a
 	// wire whose body does not name it; "" otherwise.
 	routeModel string
+	// version is the API version the request was admitted under (Anthropic's
+	// anthropic-version); "" for wires without one.
+	version string
 }
 
 func (m *Mock) newCall() *call {

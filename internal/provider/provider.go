@@ -99,3 +99,9 @@ func (r *Registry) Kinds() []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// BetaUnsupported is the reason a rung that does not speak Claude's own
+// API gives for an anthropic-beta flag it cannot honour.
+func BetaUnsupported(flag string) string {
+	return "beta " + flag + ": only Claude's own API (Anthropic, Bedrock) honours it"
+}

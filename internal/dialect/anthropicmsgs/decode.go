@@ -4,41 +4,50 @@ import (
 	"bytes"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/spillway-gw/spillway/internal/anthropicbeta"
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
-// APIVersion is the one anthropic-version the dialect speaks, the value
-// every Anthropic SDK sends.
-const APIVersion = "2023-06-01"
+// The anthropic-version values the dialect speaks. The official SDKs send
+// Version20230601 (anthropic-sdk-go v1, @anthropic-ai/sdk 0.x) or
+// Version20261021 (anthropic-sdk-go v2, @anthropic-ai/sdk 1.x). Requests and
+// answers have the same shape under both; 2026-10-21 refuses temperature,
+// top_p and top_k (Anthropic's versioning page and its migration guide).
+const (
+	Version20230601 = "2023-06-01"
+	Version20261021 = "2026-10-21"
+)
 
 // Decode validates an Anthropic Messages request (body and headers) and
 // returns it in canonical form. Anything malformed, or asking for something
-// the gateway cannot honour on every provider of a model, is a 400 naming
-// the field (Param is the field's dotted path, e.g. messages.2.content.0.text,
-// or the header's name), worded like Anthropic's own errors.
+// the gateway cannot honour, is a 400 naming the field (Param is the
+// field's dotted path, e.g. messages.2.content.0.text, or the header's
+// name), worded like Anthropic's own errors.
 //
-// Headers: anthropic-version is required and must be 2023-06-01, as the
-// real API requires it (a nil h counts as no headers); any anthropic-beta
-// value is refused, since no beta feature is available through every
-// provider.
+// Headers: anthropic-version is required, as the real API requires it (a
+// nil h counts as no headers). A dated version after 2026-10-21 is spoken
+// with 2026-10-21's semantics, the newest this gateway knows. anthropic-beta
+// flags are kept on the request: rungs that cannot honour one are skipped
+// (package anthropicbeta says which).
 //
 // Null is treated as absent for every optional field. metadata,
-// service_tier, speed "standard", thinking {"type":"disabled"}, tools'
-// eager_input_streaming and every cache_control are checked and ignored:
-// they are hints or bookkeeping that never change the answer.
+// service_tier, speed "standard", and every cache_control are checked and
+// ignored: they are hints or bookkeeping that never change the answer.
 //
 // The request's strings and raw schemas share one private copy of the body,
 // so the caller may reuse body at once.
 func (*Dialect) Decode(body []byte, h http.Header) (*canonical.Request, *failure.Public) {
-	if p := checkHeaders(h); p != nil {
+	version, betas, p := checkHeaders(h)
+	if p != nil {
 		return nil, p
 	}
 	s := scanner{jsonscan.New(bytes.Clone(body))}
-	req, p := decodeRequest(&s)
+	req, p := decodeRequest(&s, version)
 	if p != nil && !s.IsSyntax(p) {
 		// A parse-then-validate server reports broken JSON before any
 		// field error, wherever in the body the break is.
@@ -49,37 +58,61 @@ func (*Dialect) Decode(body []byte, h http.Header) (*canonical.Request, *failure
 	if p != nil {
 		return nil, p
 	}
+	req.AnthropicVersion, req.Betas = version, betas
 	return req, nil
 }
 
-func checkHeaders(h http.Header) *failure.Public {
+// Version reads anthropic-version: the version the gateway speaks for the
+// value the caller sent, or a caller error.
+func Version(h http.Header) (string, *failure.Public) {
 	v := h.Values("Anthropic-Version") // canonical: no allocation
 	switch {
 	case len(v) == 0:
-		return failure.BadRequest("anthropic-version", "anthropic-version: header is required")
-	case len(v) > 1 || v[0] != APIVersion:
-		return failure.BadRequest("anthropic-version", "anthropic-version: %q is not a valid version; this gateway speaks %s", strings.Join(v, ", "), APIVersion)
+		return "", failure.BadRequest("anthropic-version", "anthropic-version: header is required")
+	case len(v) > 1:
+		return "", failure.BadRequest("anthropic-version", "anthropic-version: send one version, not %d", len(v))
+	case v[0] == Version20230601:
+		return Version20230601, nil
+	case isDate(v[0]) && v[0] >= Version20261021:
+		return Version20261021, nil
 	}
-	for _, b := range h.Values("Anthropic-Beta") {
-		if strings.Trim(b, " ,\t") != "" {
-			return failure.BadRequest("anthropic-beta", "Unexpected value(s) `%s` for the `anthropic-beta` header. This gateway supports no beta features; try again without the header.", b)
-		}
+	return "", failure.BadRequest("anthropic-version", "anthropic-version: %q is not a valid version; this gateway speaks %s and %s", v[0], Version20230601, Version20261021)
+}
+
+// isDate reports whether s has the form YYYY-MM-DD.
+func isDate(s string) bool {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return false
 	}
-	return nil
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
+
+func checkHeaders(h http.Header) (string, []string, *failure.Public) {
+	version, p := Version(h)
+	if p != nil {
+		return "", nil, p
+	}
+	betas, err := anthropicbeta.Parse(h.Values("Anthropic-Beta"))
+	if err != nil {
+		return "", nil, failure.BadRequest("anthropic-beta", "anthropic-beta: %v (at most %d flags of at most %d characters)", err, anthropicbeta.MaxFlags, anthropicbeta.MaxFlagLen)
+	}
+	return version, betas, nil
 }
 
 // request holds what the top-level loop has read so far.
 type request struct {
 	canonical.Request
+	version                             string
 	hasModel, hasMaxTokens, hasMessages bool
 }
 
-func decodeRequest(s *scanner) (*canonical.Request, *failure.Public) {
+func decodeRequest(s *scanner, version string) (*canonical.Request, *failure.Public) {
 	if s.Peek() != '{' {
 		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.Kind())
 	}
 	s.Open()
-	var r request
+	r := request{version: version}
 	for first := true; ; first = false {
 		key, ok, p := s.NextKey(first)
 		if p != nil {
@@ -130,9 +163,29 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 	case "stop_sequences":
 		r.Stop, p = decodeStop(s)
 	case "temperature":
-		r.Temperature, p = s.getRange(field(k), 0, 1)
+		if p = r.sampling(s, k); p == nil {
+			r.Temperature, p = s.getRange(field(k), 0, 1)
+		}
 	case "top_p":
-		r.TopP, p = s.getRange(field(k), 0, 1)
+		if p = r.sampling(s, k); p == nil {
+			r.TopP, p = s.getRange(field(k), 0, 1)
+		}
+	case "top_k":
+		if p = r.sampling(s, k); p == nil {
+			r.TopK, p = s.getTopK(field(k))
+		}
+	case "thread":
+		// Message threads keep a conversation on Anthropic's servers; this
+		// gateway is stateless. The error code tells the SDKs' tool runners
+		// to resend the whole conversation without a thread.
+		if isNull, np := s.null(); isNull || np != nil {
+			p = np
+			break
+		}
+		if p = s.Skip(); p == nil {
+			p = bad(field(k), "message threads are not supported by this gateway, which keeps no conversation; send the whole conversation in 'messages'")
+			p.ErrorCode = "thread_unsupported_request"
+		}
 	case "stream":
 		if isNull, np := s.null(); isNull || np != nil {
 			r.Stream, p = false, np
@@ -157,8 +210,6 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 		p = decodeThinking(s)
 
 	// Real parameters the gateway cannot honour on every provider.
-	case "top_k":
-		p = s.rejectUnlessNull(field(k), "top_k sampling has no counterpart at every provider of a model")
 	case "output_config":
 		p = s.rejectUnlessNull(field(k), "output formats and effort levels are not available through every provider")
 	case "inference_geo":
@@ -171,6 +222,18 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 		p = extra(field(k))
 	}
 	return p
+}
+
+// sampling refuses temperature, top_p and top_k under 2026-10-21, which
+// removed them (a 400 even at their defaults), unless null.
+func (r *request) sampling(s *scanner, k string) *failure.Public {
+	if r.version != Version20261021 || s.Peek() == 'n' {
+		return nil
+	}
+	if p := s.Skip(); p != nil {
+		return p
+	}
+	return bad(field(k), "%s is not accepted with anthropic-version %s, which removed temperature, top_p and top_k; leave it out (the model samples with its defaults), or send anthropic-version %s", k, Version20261021, Version20230601)
 }
 
 // check applies the rules that span several fields.

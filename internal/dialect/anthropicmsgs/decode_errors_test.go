@@ -48,7 +48,6 @@ var decodeErrorCases = []struct {
 	// Unknown and unsupported top-level fields.
 	{"unknown field", withField(`"temprature":0.5`), "temprature", "temprature: Extra inputs are not permitted"},
 	{"openai field", withField(`"response_format":{"type":"json_object"}`), "response_format", "Extra inputs are not permitted"},
-	{"top_k", withField(`"top_k":40`), "top_k", "top_k: not supported by this gateway"},
 	{"thinking enabled", withField(`"thinking":{"type":"enabled","budget_tokens":2048}`), "thinking", "extended thinking"},
 	{"thinking adaptive", withField(`"thinking":{"type":"adaptive"}`), "thinking", "not supported by this gateway"},
 	{"thinking unknown type", withField(`"thinking":{"type":"maybe"}`), "thinking.type", "Input tag 'maybe'"},

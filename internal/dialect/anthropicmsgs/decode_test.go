@@ -12,8 +12,11 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// hdr is the header every Anthropic SDK sends.
-func hdr() http.Header { return http.Header{"Anthropic-Version": {APIVersion}} }
+// hdr is the header anthropic-sdk-go v1 and @anthropic-ai/sdk 0.x send.
+func hdr() http.Header { return http.Header{"Anthropic-Version": {Version20230601}} }
+
+// hdr2026 is the header anthropic-sdk-go v2 and @anthropic-ai/sdk 1.x send.
+func hdr2026() http.Header { return http.Header{"Anthropic-Version": {Version20261021}} }
 
 func userText(s string) canonical.Message {
 	return canonical.Message{Role: canonical.RoleUser, Content: []canonical.Part{canonical.TextPart(s)}}
@@ -230,6 +233,7 @@ func TestDecode(t *testing.T) {
 			if p != nil {
 				t.Fatalf("Decode: %v (param %q)", p, p.Param)
 			}
+			tc.want.AnthropicVersion = Version20230601
 			if !reflect.DeepEqual(*got, tc.want) {
 				t.Fatalf("Decode mismatch\n got: %s\nwant: %s", dump(got), dump(&tc.want))
 			}
@@ -252,10 +256,13 @@ func TestHeaders(t *testing.T) {
 	}{
 		{"nil headers", nil, "anthropic-version", "anthropic-version: header is required"},
 		{"no version", http.Header{"X-Api-Key": {"k"}}, "anthropic-version", "anthropic-version: header is required"},
-		{"old version", http.Header{"Anthropic-Version": {"2023-01-01"}}, "anthropic-version", `anthropic-version: "2023-01-01" is not a valid version`},
-		{"version twice", http.Header{"Anthropic-Version": {APIVersion, APIVersion}}, "anthropic-version", `"2023-06-01, 2023-06-01" is not a valid version`},
-		{"a beta", http.Header{"Anthropic-Version": {APIVersion}, "Anthropic-Beta": {"prompt-caching-2024-07-31"}}, "anthropic-beta", "Unexpected value(s) `prompt-caching-2024-07-31` for the `anthropic-beta` header"},
-		{"a beta among empties", http.Header{"Anthropic-Version": {APIVersion}, "Anthropic-Beta": {"", " , x"}}, "anthropic-beta", "Unexpected value(s) ` , x`"},
+		{"initial release", http.Header{"Anthropic-Version": {"2023-01-01"}}, "anthropic-version", `anthropic-version: "2023-01-01" is not a valid version`},
+		{"between the two", http.Header{"Anthropic-Version": {"2025-01-01"}}, "anthropic-version", `"2025-01-01" is not a valid version`},
+		{"not a date", http.Header{"Anthropic-Version": {"2026-13-45"}}, "anthropic-version", `"2026-13-45" is not a valid version`},
+		{"junk", http.Header{"Anthropic-Version": {"latest"}}, "anthropic-version", `"latest" is not a valid version`},
+		{"version twice", http.Header{"Anthropic-Version": {Version20230601, Version20230601}}, "anthropic-version", "send one version, not 2"},
+		{"too many betas", http.Header{"Anthropic-Version": {Version20230601}, "Anthropic-Beta": {strings.Repeat("b,", 40)}}, "anthropic-beta", "too many anthropic-beta flags"},
+		{"a beta too long", http.Header{"Anthropic-Version": {Version20230601}, "Anthropic-Beta": {strings.Repeat("b", 200)}}, "anthropic-beta", "too long"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, p := New().Decode(body, tc.h)
@@ -264,11 +271,66 @@ func TestHeaders(t *testing.T) {
 			}
 		})
 	}
-	// Empty beta values ask for nothing.
-	h := hdr()
-	h["Anthropic-Beta"] = []string{"", " , "}
-	if _, p := New().Decode(body, h); p != nil {
-		t.Fatalf("empty anthropic-beta refused: %v", p)
+	for _, tc := range []struct {
+		sent, spoken string
+		betas        []string
+		want         []string
+	}{
+		{Version20230601, Version20230601, nil, nil},
+		{Version20261021, Version20261021, []string{"", " , "}, nil},
+		// A later dated version is spoken as the newest the gateway knows.
+		{"2027-03-01", Version20261021, nil, nil},
+		{Version20261021, Version20261021, []string{"prompt-caching-2024-07-31, context-1m-2025-08-07", "oauth-2025-04-20"},
+			[]string{"prompt-caching-2024-07-31", "context-1m-2025-08-07"}},
+	} {
+		h := http.Header{"Anthropic-Version": {tc.sent}, "Anthropic-Beta": tc.betas}
+		req, p := New().Decode(body, h)
+		if p != nil {
+			t.Fatalf("%s %q refused: %v", tc.sent, tc.betas, p)
+		}
+		if req.AnthropicVersion != tc.spoken || !reflect.DeepEqual(req.Betas, tc.want) {
+			t.Errorf("%s %q: version %q betas %q, want %q %q", tc.sent, tc.betas, req.AnthropicVersion, req.Betas, tc.spoken, tc.want)
+		}
+	}
+}
+
+// 2026-10-21 removed temperature, top_p and top_k: a 400 even at their
+// defaults, as Anthropic answers; 2023-06-01 takes them.
+func TestSamplingByVersion(t *testing.T) {
+	for _, f := range []string{`"temperature":1`, `"top_p":0.9`, `"top_k":5`} {
+		_, p := New().Decode([]byte(withField(f)), hdr2026())
+		name := f[1 : strings.Index(f[1:], `"`)+1]
+		if p == nil || p.Param != name || !strings.Contains(p.Message, "anthropic-version 2026-10-21") {
+			t.Errorf("%s under 2026-10-21: %+v, want a 400 naming %s", f, p, name)
+		}
+		req, p := New().Decode([]byte(withField(f)), hdr())
+		if p != nil || (req.Temperature == nil && req.TopP == nil && req.TopK == nil) {
+			t.Errorf("%s under 2023-06-01: %v, %+v", f, p, req)
+		}
+		// null is absent under both.
+		nullF := f[:strings.Index(f, ":")+1] + "null"
+		if _, p := New().Decode([]byte(withField(nullF)), hdr2026()); p != nil {
+			t.Errorf("%s under 2026-10-21: %v", nullF, p)
+		}
+	}
+	if _, p := New().Decode([]byte(withField(`"top_k":-1`)), hdr()); p == nil || p.Param != "top_k" {
+		t.Errorf("negative top_k: %v", p)
+	}
+}
+
+// A message thread is refused with the error code the SDKs' tool runners
+// read, so they resend the whole conversation without one.
+func TestThreadRefusedWithErrorCode(t *testing.T) {
+	_, p := New().Decode([]byte(withField(`"thread":{"type":"create"}`)), hdr2026())
+	if p == nil || p.Status != 400 || p.ErrorCode != "thread_unsupported_request" || p.Param != "thread" {
+		t.Fatalf("got %+v", p)
+	}
+	b := New().AppendError(nil, p)
+	if !strings.Contains(string(b), `"details":{"error_code":"thread_unsupported_request"}`) || !strings.HasPrefix(string(b), `{"type":"error","error":{"type":"invalid_request_error"`) {
+		t.Errorf("error body %s", b)
+	}
+	if _, p := New().Decode([]byte(withField(`"thread":null`)), hdr2026()); p != nil {
+		t.Errorf("thread null: %v", p)
 	}
 }
 

@@ -19,7 +19,7 @@ func ExampleDialect_Decode() {
 		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city": "Paris"}}]},
 		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},{"type":"text","text":"And tomorrow?"}]}],
 		"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]}`)
-	h := http.Header{"Anthropic-Version": {anthropicmsgs.APIVersion}}
+	h := http.Header{"Anthropic-Version": {anthropicmsgs.Version20261021}}
 	req, p := anthropicmsgs.New().Decode(body, h)
 	if p != nil {
 		fmt.Println(p.Message)
@@ -43,7 +43,7 @@ func ExampleDialect_Decode() {
 	// assistant "" calls toolu_1 get_weather({"city":"Paris"})
 	// tool      "sunny" answers toolu_1 get_weather
 	// user      "And tomorrow?"
-	// top_k -> top_k: not supported by this gateway: top_k sampling has no counterpart at every provider of a model
+	// top_k -> top_k: top_k is not accepted with anthropic-version 2026-10-21, which removed temperature, top_p and top_k; leave it out (the model samples with its defaults), or send anthropic-version 2023-06-01
 }
 
 // A streamed answer: the engine calls Start at commit, Event per semantic

@@ -124,6 +124,23 @@ func (s *scanner) getInt(p path) (int, *failure.Public) {
 	return n, nil
 }
 
+// getTopK reads an optional top_k: an integer of at least 0 (Anthropic's
+// bound; 0 and negative values are refused by some providers, so the
+// canonical form keeps what the caller sent).
+func (s *scanner) getTopK(p path) (*int, *failure.Public) {
+	if isNull, e := s.null(); isNull || e != nil {
+		return nil, e
+	}
+	n, e := s.getInt(p)
+	if e != nil {
+		return nil, e
+	}
+	if n < 0 {
+		return nil, bad(p, "Input should be greater than or equal to 0")
+	}
+	return &n, nil
+}
+
 // getRange reads an optional number within [lo, hi], worded as Anthropic
 // words its range errors.
 func (s *scanner) getRange(p path, lo, hi float64) (*float64, *failure.Public) {

@@ -171,5 +171,10 @@ func (*Dialect) AppendError(dst []byte, e *failure.Public) []byte {
 		dst = append(dst, `,"param":`...)
 		dst = jsonw.AppendString(dst, e.Param)
 	}
+	if e.ErrorCode != "" {
+		dst = append(dst, `,"details":{"error_code":`...)
+		dst = jsonw.AppendString(dst, e.ErrorCode)
+		dst = append(dst, '}')
+	}
 	return append(dst, "}}"...)
 }

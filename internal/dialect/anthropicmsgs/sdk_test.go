@@ -19,8 +19,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 )
@@ -277,8 +277,6 @@ func TestSDKToolLoop(t *testing.T) {
 		)},
 		Tools:         tools,
 		ToolChoice:    anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: anthropic.Bool(false)}},
-		Temperature:   anthropic.Float(0.2),
-		TopP:          anthropic.Float(0.9),
 		StopSequences: []string{"END"},
 		Metadata:      anthropic.MetadataParam{UserID: anthropic.String("u-1")},
 		ServiceTier:   anthropic.MessageNewParamsServiceTierAuto,
@@ -308,7 +306,7 @@ func TestSDKToolLoop(t *testing.T) {
 	if len(req.Tools) != 3 || req.Tools[0].Name != "get_weather" || !req.Tools[0].Strict || req.Tools[0].Description != "Current weather." ||
 		compact(t, req.Tools[0].Parameters) != `{"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"}` ||
 		req.ToolChoice == nil || req.ToolChoice.Mode != canonical.ToolChoiceRequired || req.ParallelToolCalls == nil || !*req.ParallelToolCalls ||
-		req.MaxTokens != 300 || *req.Temperature != 0.2 || *req.TopP != 0.9 || len(req.Stop) != 1 || !req.Stream {
+		req.MaxTokens != 300 || req.Temperature != nil || req.AnthropicVersion != Version20261021 || len(req.Stop) != 1 || !req.Stream {
 		t.Errorf("first request: %s", dump(req))
 	}
 

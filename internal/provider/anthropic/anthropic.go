@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
@@ -25,8 +26,9 @@ func New() provider.Adapter { return &Adapter{} }
 
 const (
 	messagesPath = "/v1/messages"
-	// apiVersion is the only version the Messages API has had.
-	apiVersion = "2023-06-01"
+	// version20230601 is the version every Anthropic-compatible server
+	// speaks, and the only one that takes temperature, top_p and top_k.
+	version20230601 = "2023-06-01"
 	// defaultMaxTokens fills the required max_tokens when neither the
 	// request nor the deployment sets a ceiling.
 	defaultMaxTokens = 4096
@@ -81,7 +83,10 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 		if t.APIKey != "" {
 			h.Set("X-Api-Key", t.APIKey)
 		}
-		h.Set("Anthropic-Version", apiVersion)
+		h.Set("Anthropic-Version", version(req))
+		if len(req.Betas) > 0 {
+			h.Set("Anthropic-Beta", strings.Join(req.Betas, ","))
+		}
 		if stream {
 			h.Set("Accept", "text/event-stream")
 		} else {
@@ -95,6 +100,17 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 		return nil, provider.ErrorAnswer(resp, parseErrorBody)
 	}
 	return resp, nil
+}
+
+// version is the anthropic-version sent upstream: 2023-06-01 when the
+// request samples (the one version that takes temperature, top_p and
+// top_k), else the version an Anthropic caller spoke, else 2023-06-01.
+// Requests and answers have one shape under both versions.
+func version(req *canonical.Request) string {
+	if req.Temperature != nil || req.TopP != nil || req.TopK != nil || req.AnthropicVersion == "" {
+		return version20230601
+	}
+	return req.AnthropicVersion
 }
 
 func jsonInsteadOfStream(resp *http.Response) error {

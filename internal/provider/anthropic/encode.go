@@ -72,6 +72,10 @@ func encode(req *canonical.Request, t *provider.Target, stream bool) ([]byte, er
 	if b, err = appendFloat(b, "top_p", req.TopP); err != nil {
 		return nil, err
 	}
+	if req.TopK != nil {
+		b = wirejson.Key(b, "top_k")
+		b = strconv.AppendInt(b, int64(*req.TopK), 10)
+	}
 	// tool_choice means nothing without tools, and is refused then.
 	if len(req.Tools) > 0 {
 		if b, err = appendTools(b, req.Tools); err != nil {

@@ -247,3 +247,46 @@ func checkGolden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s mismatch:\n got: %s\nwant: %s", path, pretty.Bytes(), want)
 	}
 }
+
+// The version sent upstream: the caller's, unless the request samples
+// (only 2023-06-01 takes temperature, top_p and top_k), or the caller did
+// not speak Anthropic. Betas travel in one header.
+func TestVersionAndBetas(t *testing.T) {
+	temp, k := 0.5, 5
+	for _, tc := range []struct {
+		name     string
+		req      canonical.Request
+		version  string
+		betas    string
+		bodyHave string
+	}{
+		{"an OpenAI caller", canonical.Request{}, "2023-06-01", "", ""},
+		{"a 2023 caller", canonical.Request{AnthropicVersion: "2023-06-01"}, "2023-06-01", "", ""},
+		{"a 2026 caller", canonical.Request{AnthropicVersion: "2026-10-21"}, "2026-10-21", "", ""},
+		{"a 2026 caller's betas", canonical.Request{AnthropicVersion: "2026-10-21", Betas: []string{"context-1m-2025-08-07", "prompt-caching-2024-07-31"}},
+			"2026-10-21", "context-1m-2025-08-07,prompt-caching-2024-07-31", ""},
+		{"an OpenAI caller's temperature", canonical.Request{Temperature: &temp}, "2023-06-01", "", `"temperature":0.5`},
+		{"top_k", canonical.Request{AnthropicVersion: "2026-10-21", TopK: &k}, "2023-06-01", "", `"top_k":5`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tgt, s := upstream(t, sseReply("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+			req := tc.req
+			req.Messages = []canonical.Message{user("x")}
+			st, err := New().Stream(context.Background(), tgt, &req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			_, _, h, body := s.get()
+			if got := h.Get("Anthropic-Version"); got != tc.version {
+				t.Errorf("anthropic-version %q, want %q", got, tc.version)
+			}
+			if got := h.Get("Anthropic-Beta"); got != tc.betas {
+				t.Errorf("anthropic-beta %q, want %q", got, tc.betas)
+			}
+			if !strings.Contains(string(body), tc.bodyHave) {
+				t.Errorf("body %s lacks %s", body, tc.bodyHave)
+			}
+		})
+	}
+}

@@ -129,7 +129,32 @@ func encode(req *canonical.Request, t *provider.Target) ([]byte, error) {
 			return nil, err
 		}
 	}
+	b = appendAdditionalFields(b, req)
 	return append(b, '}'), nil
+}
+
+// appendAdditionalFields writes additionalModelRequestFields, the fields
+// Converse passes to the model untouched, in the Anthropic Messages names
+// Claude on Bedrock reads: top_k, and the caller's beta flags as
+// anthropic_beta.
+func appendAdditionalFields(b []byte, req *canonical.Request) []byte {
+	if req.TopK == nil && len(req.Betas) == 0 {
+		return b
+	}
+	b = append(b, `,"additionalModelRequestFields":{`...)
+	if req.TopK != nil {
+		b = wirejson.Key(b, "top_k")
+		b = strconv.AppendInt(b, int64(*req.TopK), 10)
+	}
+	if len(req.Betas) > 0 {
+		b = wirejson.Key(b, "anthropic_beta")
+		b = append(b, '[')
+		for _, f := range req.Betas {
+			b = wirejson.AppendString(wirejson.Sep(b), f)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // appendMessages writes the turns. Converse has only user and assistant

@@ -83,6 +83,10 @@ func TestEncodeGolden(t *testing.T) {
 			Tools: []canonical.Tool{{Name: "f"}}, ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceNone}, ParallelToolCalls: ptr(false)}, target()},
 		{"tool_choice_without_tools", &canonical.Request{Messages: []canonical.Message{user("x")},
 			ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}}, target()},
+		// Claude on Bedrock reads top_k and the caller's betas from the
+		// fields Converse passes to the model.
+		{"claude_top_k_and_betas", &canonical.Request{Messages: []canonical.Message{user("x")}, TopK: ptr(7),
+			Betas: []string{"context-1m-2025-08-07", "prompt-caching-2024-07-31"}}, target()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

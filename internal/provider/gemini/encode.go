@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spillway-gw/spillway/internal/anthropicbeta"
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/provider/wirejson"
@@ -13,6 +14,9 @@ import (
 // unsupported names the first canonical feature Gemini cannot express, ""
 // when req can be sent as is.
 func unsupported(req *canonical.Request) string {
+	if f := anthropicbeta.FirstClaude(req.Betas); f != "" {
+		return provider.BetaUnsupported(f)
+	}
 	if len(req.Tools) > 0 && req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
 		// Gemini has no switch for parallel function calls; ignoring the
 		// caller's "at most one" could hand it several.
@@ -328,6 +332,10 @@ func appendGenerationConfig(b []byte, req *canonical.Request, t *provider.Target
 	}
 	if b, err = appendFloat(b, "topP", req.TopP); err != nil {
 		return nil, err
+	}
+	if req.TopK != nil {
+		b = wirejson.Key(b, "topK")
+		b = strconv.AppendInt(b, int64(*req.TopK), 10)
 	}
 	if len(req.Stop) > 0 {
 		b = wirejson.Key(b, "stopSequences")

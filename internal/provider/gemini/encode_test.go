@@ -145,6 +145,7 @@ func TestCheck(t *testing.T) {
 		wantErr string
 	}{
 		// Refused: each would be dropped or changed silently.
+		{"a Claude beta", &canonical.Request{Betas: []string{"prompt-caching-2024-07-31", "context-1m-2025-08-07"}}, "beta context-1m-2025-08-07: only Claude's own API"},
 		{"image by URL", &canonical.Request{Messages: []canonical.Message{{Role: canonical.RoleUser,
 			Content: []canonical.Part{{Type: canonical.PartImage, ImageURL: "https://example.com/a.png"}}}}}, "not by URL"},
 		{"data URL without base64", &canonical.Request{Messages: []canonical.Message{{Role: canonical.RoleUser,

@@ -5,8 +5,10 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
+	"github.com/spillway-gw/spillway/internal/anthropicbeta"
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/provider"
 )
@@ -15,7 +17,22 @@ import (
 // deployment comes in the Target.
 type Adapter struct{}
 
-var _ provider.Adapter = (*Adapter)(nil)
+var (
+	_ provider.Adapter = (*Adapter)(nil)
+	_ provider.Checker = (*Adapter)(nil)
+)
+
+// Check reports why req cannot be sent faithfully to a Chat Completions
+// server, so the rung is skipped instead of a feature being dropped.
+func (*Adapter) Check(req *canonical.Request) error {
+	if f := anthropicbeta.FirstClaude(req.Betas); f != "" {
+		return errors.New(provider.BetaUnsupported(f))
+	}
+	if req.TopK != nil {
+		return errors.New("Chat Completions has no top_k sampling")
+	}
+	return nil
+}
 
 // New returns the adapter.
 func New() provider.Adapter { return &Adapter{} }
