@@ -124,6 +124,39 @@ func (s *scanner) getInt(p path) (int, *failure.Public) {
 	return n, nil
 }
 
+// directCaller reads a tool_use block's caller: true when it is null or
+// {"type":"direct"}; any other caller is read and reported as not direct.
+func (s *scanner) directCaller(p path) (bool, *failure.Public) {
+	if isNull, e := s.null(); isNull || e != nil {
+		return true, e
+	}
+	if e := s.object(p); e != nil {
+		return false, e
+	}
+	direct, members := false, 0
+	for first := true; ; first = false {
+		key, ok, e := s.NextKey(first)
+		if e != nil {
+			return false, e
+		}
+		if !ok {
+			return direct && members == 1, nil
+		}
+		members++
+		if string(key) == "type" {
+			typ, e := s.getRaw(p.f("type"))
+			if e != nil {
+				return false, e
+			}
+			direct = string(typ) == "direct"
+			continue
+		}
+		if e := s.Skip(); e != nil {
+			return false, e
+		}
+	}
+}
+
 // getTopK reads an optional top_k: an integer of at least 0 (Anthropic's
 // bound; 0 and negative values are refused by some providers, so the
 // canonical form keeps what the caller sent).

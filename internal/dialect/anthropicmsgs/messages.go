@@ -449,7 +449,15 @@ func (b *block) readMembers(s *scanner, l path, nested bool) *failure.Public {
 				break
 			}
 			b.isError, p = s.getBool(l.f("is_error"))
-		case "caller", "toolset_name", "transformations":
+		case "caller":
+			// Who called a tool: {"type":"direct"} (the model itself) is what
+			// every tool_use the API returns carries, and SDKs echo it back;
+			// a code-execution caller belongs to Anthropic's server tools.
+			var direct bool
+			if direct, p = s.directCaller(l.f("caller")); p == nil && !direct && b.refused == nil {
+				b.refused = key
+			}
+		case "toolset_name", "transformations":
 			// Members of supported blocks for features the gateway refuses
 			// unless they are null.
 			if isNull, np := s.null(); isNull || np != nil {
@@ -549,7 +557,11 @@ func (b *block) check(l path, isAssistant bool) *failure.Public {
 			return missing(l.f("text"))
 		case b.text == "":
 			return bad(l.f("text"), "text content blocks must be non-empty")
-		case b.citations:
+		case b.citations && !isAssistant:
+			// In a user turn citations point into documents the caller
+			// supplies, which not every provider takes (2026-10-21 refuses
+			// them there outright). On an assistant turn they annotate text
+			// the model already wrote, echoed back: dropped.
 			return unsupported(l.f("citations"), "citations point into documents, which are not available through every provider")
 		}
 	case kindImage:

@@ -22,6 +22,10 @@ type message struct {
 	hasToolCallID      bool
 	refusal            string
 	hasRefusal         bool
+	// echoAt names the first response-only member an SDK echoes back with
+	// an assistant message (annotations, parsed, reasoning_content); they
+	// are accepted there and dropped.
+	echoAt string
 }
 
 // toolWindow tracks the tool calls of the last assistant message until every
@@ -179,6 +183,14 @@ func (m *message) decode(s *scanner, ml loc) *failure.Public {
 			p = s.rejectUnlessNull(ml.F("function_call"), "it is deprecated; use 'tool_calls'")
 		case "audio":
 			p = s.rejectUnlessNull(ml.F("audio"), "audio output is not supported")
+		case "annotations", "parsed", "reasoning_content":
+			// What the SDKs echo from a response message: citations of the
+			// text, the SDK's own parse of it, reasoning a gateway returned.
+			// None changes what the model is asked; all are dropped.
+			if m.echoAt == "" {
+				m.echoAt = string(key)
+			}
+			p = s.Skip()
 		default:
 			p = unrecognized(ml.F(string(key)))
 		}
@@ -227,6 +239,9 @@ func (m *message) check(ml loc) *failure.Public {
 		return bad(ml.F("tool_call_id"), "Invalid parameter: '%s' is only allowed on messages with role 'tool'.", ml.F("tool_call_id"))
 	}
 	if m.role != "assistant" {
+		if m.echoAt != "" {
+			return unrecognized(ml.F(m.echoAt))
+		}
 		if m.toolCalls != nil {
 			return bad(ml.F("tool_calls"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.F("tool_calls"))
 		}
@@ -490,6 +505,9 @@ func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public
 				case "arguments":
 					hasArgs = true
 					tc.Arguments, p = s.getString(fl.F("arguments"))
+				case "parsed_arguments":
+					// The SDK helpers' parse of arguments, echoed back.
+					p = s.Skip()
 				default:
 					p = unrecognized(fl.F(string(key)))
 				}

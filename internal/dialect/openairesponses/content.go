@@ -17,13 +17,14 @@ const (
 	pAnnotations
 	pLogprobs
 	pCache
+	pParsed
 )
 
-var partMemberNames = [...]string{"type", "text", "refusal", "image_url", "file_id", "detail", "annotations", "logprobs", "prompt_cache_breakpoint"}
+var partMemberNames = [...]string{"type", "text", "refusal", "image_url", "file_id", "detail", "annotations", "logprobs", "prompt_cache_breakpoint", "parsed"}
 
 const (
 	allowInputText  = pType | pText | pCache
-	allowOutputText = pType | pText | pAnnotations | pLogprobs
+	allowOutputText = pType | pText | pAnnotations | pLogprobs | pParsed
 	allowRefusal    = pType | pRefusal
 	allowImage      = pType | pImageURL | pFileID | pDetail | pCache
 )
@@ -152,6 +153,11 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 		case "prompt_cache_breakpoint":
 			seen |= pCache
 			p = s.optObject(pl.F("prompt_cache_breakpoint"))
+		case "parsed":
+			// The SDK helpers' parse of the text (responses.parse, the
+			// stream helper), echoed with the output; nothing to pass on.
+			seen |= pParsed
+			p = s.Skip()
 		default:
 			if other == "" {
 				other = string(key)

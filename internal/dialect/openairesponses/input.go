@@ -22,14 +22,15 @@ const (
 	mOutput
 	mSummary
 	mEncrypted
+	mParsedArgs
 )
 
-var memberNames = [...]string{"type", "role", "content", "id", "status", "phase", "call_id", "name", "arguments", "output", "summary", "encrypted_content"}
+var memberNames = [...]string{"type", "role", "content", "id", "status", "phase", "call_id", "name", "arguments", "output", "summary", "encrypted_content", "parsed_arguments"}
 
 // allowed members per item type.
 const (
 	allowMessage   = mType | mRole | mContent | mID | mStatus | mPhase
-	allowCall      = mType | mCallID | mName | mArguments | mID | mStatus
+	allowCall      = mType | mCallID | mName | mArguments | mID | mStatus | mParsedArgs
 	allowCallOut   = mType | mCallID | mOutput | mID | mStatus
 	allowReasoning = mType | mID | mSummary | mContent | mEncrypted | mStatus
 )
@@ -186,6 +187,10 @@ func (it *inputItem) read(s *scanner, il loc) *failure.Public {
 		case "encrypted_content":
 			it.seen |= mEncrypted
 			_, _, p = s.optStr(il.F("encrypted_content"))
+		case "parsed_arguments":
+			// The SDK helpers' parse of arguments, echoed with the output.
+			it.seen |= mParsedArgs
+			p = s.Skip()
 		default:
 			if it.other == "" {
 				it.other = string(key)
