@@ -55,3 +55,12 @@ type Encoder interface {
 	// delivered tokens) and no success terminator.
 	Interrupt(dst []byte, e *failure.Public, deliveredTokens int) []byte
 }
+
+// Counter is a dialect with a token-counting endpoint (Anthropic's
+// count_tokens, OpenAI's responses/input_tokens).
+type Counter interface {
+	// DecodeCount validates a count request's body and headers.
+	DecodeCount(body []byte, h http.Header) (*canonical.Request, *failure.Public)
+	// AppendCount appends the answer: the request's input tokens.
+	AppendCount(dst []byte, tokens int) []byte
+}

@@ -21,7 +21,13 @@ func (anthropicMessages) path() string              { return "/v1/messages" }
 func (anthropicMessages) streamContentType() string { return "text/event-stream; charset=utf-8" }
 func (anthropicMessages) refusalDeltas() bool       { return false }
 
-func (anthropicMessages) other(*Mock, *call, http.ResponseWriter, *http.Request) bool { return false }
+func (an anthropicMessages) other(m *Mock, c *call, w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path != "/v1/messages/count_tokens" {
+		return false
+	}
+	an.countTokens(m, c, w, r)
+	return true
+}
 
 func (anthropicMessages) validate(sc *Script) error {
 	if sc.errorCode != "" {

@@ -67,6 +67,14 @@ type Checker interface {
 	Check(req *canonical.Request) error
 }
 
+// TokenCounter is implemented by adapters whose provider has an endpoint
+// that counts a request's input tokens (Anthropic's count_tokens). The
+// count is the provider's own, for the request as the adapter would send
+// it; it costs nothing and is never billed.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, t *Target, req *canonical.Request) (int, error)
+}
+
 // Registry maps provider kinds ("openai", "anthropic", ...) to adapters.
 type Registry struct {
 	adapters map[string]Adapter

@@ -246,4 +246,18 @@ func (h *harness) restrictedKey(t testing.TB, models ...string) string {
 	return k
 }
 
+// newKey creates another virtual key of org acme, team search, and returns
+// its secret and id.
+func (h *harness) newKey(t testing.TB) (string, string) {
+	t.Helper()
+	k, rec, err := keys.New(context.Background(), h.store, "acme", "search", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.auth.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return k, rec.ID
+}
+
 func optionAPIKey(k string) option.RequestOption { return option.WithAPIKey(k) }

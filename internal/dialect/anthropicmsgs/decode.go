@@ -3,6 +3,7 @@ package anthropicmsgs
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,39 @@ func (*Dialect) Decode(body []byte, h http.Header) (*canonical.Request, *failure
 	return req, nil
 }
 
+// DecodeCount validates a count_tokens request: a Messages request without
+// the fields that shape an answer (max_tokens, stream, stop sequences,
+// sampling, metadata), which that endpoint refuses as extra inputs.
+func (*Dialect) DecodeCount(body []byte, h http.Header) (*canonical.Request, *failure.Public) {
+	version, betas, p := checkHeaders(h)
+	if p != nil {
+		return nil, p
+	}
+	s := scanner{jsonscan.New(bytes.Clone(body))}
+	req, p := decodeRequestMode(&s, version, true)
+	if p != nil && !s.IsSyntax(p) {
+		if sp := jsonscan.Validate(body); sp != nil {
+			return nil, sp
+		}
+	}
+	if p != nil {
+		return nil, p
+	}
+	req.AnthropicVersion, req.Betas = version, betas
+	return req, nil
+}
+
+// AppendCount appends count_tokens' answer.
+func (*Dialect) AppendCount(dst []byte, tokens int) []byte {
+	dst = append(dst, `{"input_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(tokens), 10)
+	return append(dst, '}')
+}
+
+// countOnly lists the members a count_tokens request may not carry.
+var countRefused = map[string]bool{"max_tokens": true, "stream": true, "stop_sequences": true, "temperature": true,
+	"top_p": true, "top_k": true, "metadata": true, "service_tier": true, "thread": true, "inference_geo": true}
+
 // Version reads anthropic-version: the version the gateway speaks for the
 // value the caller sent, or a caller error.
 func Version(h http.Header) (string, *failure.Public) {
@@ -103,16 +137,22 @@ func checkHeaders(h http.Header) (string, []string, *failure.Public) {
 // request holds what the top-level loop has read so far.
 type request struct {
 	canonical.Request
-	version                             string
+	version string
+	// count: a count_tokens request (max_tokens is not required).
+	count                               bool
 	hasModel, hasMaxTokens, hasMessages bool
 }
 
 func decodeRequest(s *scanner, version string) (*canonical.Request, *failure.Public) {
+	return decodeRequestMode(s, version, false)
+}
+
+func decodeRequestMode(s *scanner, version string, count bool) (*canonical.Request, *failure.Public) {
 	if s.Peek() != '{' {
 		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.Kind())
 	}
 	s.Open()
-	r := request{version: version}
+	r := request{version: version, count: count}
 	for first := true; ; first = false {
 		key, ok, p := s.NextKey(first)
 		if p != nil {
@@ -139,6 +179,9 @@ func decodeRequest(s *scanner, version string) (*canonical.Request, *failure.Pub
 // with encoding/json.
 func (r *request) field(s *scanner, key []byte) *failure.Public {
 	var p *failure.Public
+	if r.count && countRefused[string(key)] {
+		return extra(field(string(key)))
+	}
 	switch k := string(key); k {
 	case "model":
 		r.hasModel = true
@@ -239,7 +282,7 @@ func (r *request) sampling(s *scanner, k string) *failure.Public {
 // check applies the rules that span several fields.
 func (r *request) check() *failure.Public {
 	switch {
-	case !r.hasMaxTokens:
+	case !r.hasMaxTokens && !r.count:
 		return missing(field("max_tokens"))
 	case !r.hasMessages:
 		return missing(field("messages"))

@@ -15,7 +15,10 @@ import "github.com/spillway-gw/spillway/internal/dialect"
 // safe for concurrent use.
 type Dialect struct{}
 
-var _ dialect.Dialect = (*Dialect)(nil)
+var (
+	_ dialect.Dialect = (*Dialect)(nil)
+	_ dialect.Counter = (*Dialect)(nil)
+)
 
 // New returns the dialect.
 func New() *Dialect { return &Dialect{} }

@@ -9,9 +9,13 @@
 package openairesponses
 
 import (
+	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
+	"github.com/spillway-gw/spillway/internal/failure"
 )
 
 // Dialect is the OpenAI Responses wire format. It holds no mutable state and
@@ -21,7 +25,10 @@ type Dialect struct {
 	now func() time.Time
 }
 
-var _ dialect.Dialect = (*Dialect)(nil)
+var (
+	_ dialect.Dialect = (*Dialect)(nil)
+	_ dialect.Counter = (*Dialect)(nil)
+)
 
 // New returns the dialect.
 func New() *Dialect { return &Dialect{now: time.Now} }
@@ -37,4 +44,17 @@ func (d *Dialect) unix() int64 {
 		return time.Now().Unix()
 	}
 	return d.now().Unix()
+}
+
+// DecodeCount validates a POST /v1/responses/input_tokens request: the
+// same body as a response request.
+func (d *Dialect) DecodeCount(body []byte, h http.Header) (*canonical.Request, *failure.Public) {
+	return d.Decode(body, h)
+}
+
+// AppendCount appends input_tokens' answer.
+func (*Dialect) AppendCount(dst []byte, tokens int) []byte {
+	dst = append(dst, `{"object":"response.input_tokens","input_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(tokens), 10)
+	return append(dst, '}')
 }

@@ -3,6 +3,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -17,8 +18,9 @@ import (
 type Adapter struct{}
 
 var (
-	_ provider.Adapter = (*Adapter)(nil)
-	_ provider.Checker = (*Adapter)(nil)
+	_ provider.Adapter      = (*Adapter)(nil)
+	_ provider.Checker      = (*Adapter)(nil)
+	_ provider.TokenCounter = (*Adapter)(nil)
 )
 
 // New returns the adapter.
@@ -26,6 +28,7 @@ func New() provider.Adapter { return &Adapter{} }
 
 const (
 	messagesPath = "/v1/messages"
+	countPath    = "/v1/messages/count_tokens"
 	// version20230601 is the version every Anthropic-compatible server
 	// speaks, and the only one that takes temperature, top_p and top_k.
 	version20230601 = "2023-06-01"
@@ -101,6 +104,48 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 	}
 	return resp, nil
 }
+
+// CountTokens asks Anthropic's count_tokens endpoint how many input tokens
+// req holds, as this adapter would send it.
+func (*Adapter) CountTokens(ctx context.Context, t *provider.Target, req *canonical.Request) (int, error) {
+	if reason := unsupported(req); reason != "" {
+		return 0, provider.Unencodable(reason, nil)
+	}
+	body, err := encodeBody(req, t, false, true)
+	if err != nil {
+		return 0, provider.Unencodable("the request could not be encoded for this provider", err)
+	}
+	resp, err := provider.Post(ctx, t, t.BaseURL+countPath, body, func(h http.Header) {
+		if t.APIKey != "" {
+			h.Set("X-Api-Key", t.APIKey)
+		}
+		h.Set("Anthropic-Version", version(req))
+		if len(req.Betas) > 0 {
+			h.Set("Anthropic-Beta", strings.Join(req.Betas, ","))
+		}
+		h.Set("Accept", "application/json")
+	})
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return 0, provider.ErrorAnswer(resp, parseErrorBody)
+	}
+	rb, err := provider.ReadBody(resp)
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		InputTokens *int64 `json:"input_tokens"`
+	}
+	if err := json.Unmarshal(rb, &out); err != nil || out.InputTokens == nil || *out.InputTokens < 0 || *out.InputTokens > maxCountedTokens {
+		return 0, &failure.Error{Class: failure.ProviderUnavailable, Detail: "count_tokens answered without a valid input_tokens"}
+	}
+	return int(*out.InputTokens), nil
+}
+
+// maxCountedTokens bounds a provider's count: no context window holds more.
+const maxCountedTokens = 100_000_000
 
 // version is the anthropic-version sent upstream: 2023-06-01 when the
 // request samples (the one version that takes temperature, top_p and

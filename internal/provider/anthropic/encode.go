@@ -34,6 +34,12 @@ func unsupported(req *canonical.Request) string {
 // encode writes req as a Messages body, appending by hand (this runs for
 // every attempt). unsupported(req) must be "".
 func encode(req *canonical.Request, t *provider.Target, stream bool) ([]byte, error) {
+	return encodeBody(req, t, stream, false)
+}
+
+// encodeBody writes a Messages body; a count_tokens body (count) has no
+// max_tokens, sampling or stop fields, which that endpoint refuses.
+func encodeBody(req *canonical.Request, t *provider.Target, stream, count bool) ([]byte, error) {
 	b := make([]byte, 0, 512+req.InputBytes()*9/8)
 	b = append(b, '{')
 	b = wirejson.Key(b, "model")
@@ -47,8 +53,10 @@ func encode(req *canonical.Request, t *provider.Target, stream bool) ([]byte, er
 	if maxTokens <= 0 {
 		maxTokens = defaultMaxTokens
 	}
-	b = wirejson.Key(b, "max_tokens")
-	b = strconv.AppendInt(b, int64(maxTokens), 10)
+	if !count {
+		b = wirejson.Key(b, "max_tokens")
+		b = strconv.AppendInt(b, int64(maxTokens), 10)
+	}
 	if req.System != "" {
 		b = wirejson.Key(b, "system")
 		b = wirejson.AppendString(b, req.System)
@@ -57,6 +65,15 @@ func encode(req *canonical.Request, t *provider.Target, stream bool) ([]byte, er
 	var err error
 	if b, err = appendMessages(b, req.Messages); err != nil {
 		return nil, err
+	}
+	if count {
+		if len(req.Tools) > 0 {
+			if b, err = appendTools(b, req.Tools); err != nil {
+				return nil, err
+			}
+			b = appendToolChoice(b, req.ToolChoice, req.ParallelToolCalls)
+		}
+		return append(b, '}'), nil
 	}
 	if len(req.Stop) > 0 {
 		b = wirejson.Key(b, "stop_sequences")

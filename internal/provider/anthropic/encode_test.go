@@ -290,3 +290,39 @@ func TestVersionAndBetas(t *testing.T) {
 		})
 	}
 }
+
+// count_tokens: the request as a generation would send it, without the
+// fields that endpoint refuses; a missing, negative or absurd count is the
+// provider's failure.
+func TestCountTokens(t *testing.T) {
+	temp := 0.3
+	req := &canonical.Request{AnthropicVersion: "2026-10-21", System: "s", Messages: []canonical.Message{user("x")},
+		MaxTokens: 9, Temperature: &temp, Stop: []string{"END"}, Tools: []canonical.Tool{{Name: "f"}}}
+	tgt, s := upstream(t, reply{body: `{"input_tokens":42}`})
+	n, err := New().(*Adapter).CountTokens(context.Background(), tgt, req)
+	if err != nil || n != 42 {
+		t.Fatalf("count %d, %v", n, err)
+	}
+	_, path, h, body := s.get()
+	if path != "/v1/messages/count_tokens" || h.Get("Anthropic-Version") != "2023-06-01" {
+		t.Errorf("%s version %q", path, h.Get("Anthropic-Version"))
+	}
+	for _, refused := range []string{"max_tokens", "temperature", "stop_sequences", "stream"} {
+		if strings.Contains(string(body), refused) {
+			t.Errorf("body carries %s: %s", refused, body)
+		}
+	}
+	if !strings.Contains(string(body), `"tools"`) || !strings.Contains(string(body), `"system"`) {
+		t.Errorf("body lacks tools or system: %s", body)
+	}
+	for _, bad := range []string{`{}`, `{"input_tokens":-1}`, `{"input_tokens":1e12}`, `not json`} {
+		tgt, _ := upstream(t, reply{body: bad})
+		if _, err := New().(*Adapter).CountTokens(context.Background(), tgt, req); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	tgt, _ = upstream(t, reply{status: 529, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
+	if _, err := New().(*Adapter).CountTokens(context.Background(), tgt, req); err == nil {
+		t.Error("529 accepted")
+	}
+}

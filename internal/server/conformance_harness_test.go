@@ -1,0 +1,64 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/spillway-gw/spillway/internal/catalog"
+)
+
+// The client conformance suite's gateway: one model per provider kind, a
+// failover pool whose primary answers 529, and a pool whose only rung dies
+// mid-stream. The Go SDK tests (conformance_go_test.go) and the Node
+// clients (clients/node, run by TestNodeClients) drive it through the
+// patterns users write.
+const (
+	confOpenAI    = "conf-openai"
+	confAnthropic = "conf-anthropic"
+	confBedrock   = "conf-bedrock"
+	confGemini    = "conf-gemini"
+	confFailover  = "conf-failover"
+	confInterrupt = "conf-interrupt"
+)
+
+// confModels maps each public model of the suite to its pool's rungs.
+var confModels = []struct {
+	model string
+	rungs []string
+}{
+	{confOpenAI, []string{"openai"}},
+	{confAnthropic, []string{"anthropic"}},
+	{confBedrock, []string{"bedrock"}},
+	{confGemini, []string{"gemini"}},
+	{confFailover, []string{"flaky", "anthropic"}},
+	{confInterrupt, []string{"broken"}},
+}
+
+type confHarness struct {
+	*harness
+	// brokeKey is a valid key whose credit is spent: every call is a 429
+	// key_budget_exceeded.
+	brokeKey string
+}
+
+func newConformanceHarness(t testing.TB) *confHarness {
+	t.Helper()
+	h := newHarnessWith(t, func(c *catalog.Config) {
+		c.Pools, c.Routes = nil, nil
+		for _, m := range confModels {
+			p := catalog.Pool{ID: m.model, Model: m.model, Deployments: m.rungs}
+			if len(m.rungs) > 1 {
+				p.Equivalence = &catalog.Equivalence{By: "test", Date: "2026-12-01", Evidence: "sha256:test"}
+			}
+			c.Pools = append(c.Pools, p)
+			c.Routes = append(c.Routes, catalog.Route{Model: m.model, Pool: m.model})
+		}
+		c.Server.MaxBodyBytes = 256 << 10
+	},
+		rungSpec{"openai", "openai"}, rungSpec{"anthropic", "anthropic"}, rungSpec{"bedrock", "bedrock"},
+		rungSpec{"gemini", "gemini"}, rungSpec{"flaky", "openai"}, rungSpec{"broken", "openai"})
+	h.fault("flaky", "status=529")
+	h.fault("broken", "die_after=3")
+	broke, rec := h.newKey(t)
+	h.setBudget(t, `{"scope":"key","id":"`+rec+`","credit_usd":0}`)
+	return &confHarness{harness: h, brokeKey: broke}
+}

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/spillway-gw/spillway/internal/budget"
+	"github.com/spillway-gw/spillway/internal/dialect"
+	"github.com/spillway-gw/spillway/internal/engine"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/keys"
+	"github.com/spillway-gw/spillway/internal/provider"
+)
+
+// hdrTokenCount says whether a count is a provider's own ("exact") or the
+// gateway's estimate ("estimate").
+const hdrTokenCount = "X-Spillway-Token-Count"
+
+// countHandler serves a token-counting endpoint: the first rung of the
+// request's plan whose provider counts tokens (Anthropic's count_tokens)
+// answers; when none can, or all of them fail, the gateway's estimate
+// (about four bytes a token) answers, marked as one. Counting is free:
+// no budget, no reservation, no ledger row.
+type countHandler struct {
+	s *Server
+	d interface {
+		dialect.Dialect
+		dialect.Counter
+	}
+}
+
+func (h *countHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.s
+	c := &call{id: newRequestID(s.opts.Now()), start: s.opts.Now(), d: h.d}
+	w.Header().Set(hdrRequestID, c.id)
+	w.Header().Set("Request-Id", c.id)
+	key, pub := s.authenticate(r)
+	if pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
+	body, pub := s.readBody(w, r)
+	if pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
+	req, pub := h.d.DecodeCount(body, r.Header)
+	if pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
+	if !keys.Allows(key, req.Model) {
+		s.writeError(w, c, &failure.Public{Status: http.StatusForbidden, Code: "model_not_allowed", Param: "model",
+			Message: "this key may not call the model " + strconv.Quote(req.Model)}, nil)
+		return
+	}
+	rt := s.runtime()
+	rr, ok := rt.snap.Route(req.Model)
+	if !ok {
+		s.writeError(w, c, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model",
+			Message: "the model " + strconv.Quote(req.Model) + " does not exist on this gateway; GET /v1/models lists the models"}, nil)
+		return
+	}
+	p := &engine.Plan{RequestID: c.id, Model: rr.Pool.Model}
+	tokens, exact, served := 0, false, ""
+	if s.selectRungs(rt, rr, req, p) == nil {
+		for i := range p.Rungs {
+			rg := &p.Rungs[i]
+			counter, ok := rg.Adapter.(provider.TokenCounter)
+			if !ok {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), rg.Deployment.Timeouts.FirstByte.D()+rg.Deployment.Timeouts.Connect.D())
+			n, err := counter.CountTokens(ctx, &rg.Target, req)
+			cancel()
+			if err == nil {
+				tokens, exact, served = n, true, rg.Deployment.ID
+				break
+			}
+			s.opts.Log.Warn("counting tokens failed", "request_id", c.id, "deployment", rg.Deployment.ID, "err", failure.As(err))
+		}
+	}
+	if !exact {
+		tokens = budget.EstimateInputTokens(req.InputBytes())
+	}
+	hd := w.Header()
+	hd.Set(hdrModel, rr.Pool.Model)
+	if exact {
+		hd.Set(hdrTokenCount, "exact")
+		hd.Set(hdrDeployment, served)
+	} else {
+		hd.Set(hdrTokenCount, "estimate")
+	}
+	b := h.d.AppendCount(nil, tokens)
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
+	c.status, c.outcome = http.StatusOK, "ok"
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
