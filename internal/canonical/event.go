@@ -17,6 +17,18 @@ const (
 	EventToolCallDelta
 	// EventRefusalDelta: Text is a fragment of a visible refusal.
 	EventRefusalDelta
+	// EventThinkingDelta: Text is a fragment of the model's visible
+	// reasoning (a thinking block, a thought summary). Index is the
+	// thinking block's ordinal within the answer.
+	EventThinkingDelta
+	// EventThinkingSignature: Text is the signature that closes the
+	// thinking block at Index (it may come with no text, when the provider
+	// omits the reasoning), and Family the provider family that issued it
+	// and alone can read it back (FamilyClaude, FamilyGemini).
+	EventThinkingSignature
+	// EventRedactedThinking: Text is one redacted (encrypted) reasoning
+	// block, whole; Family as for a signature.
+	EventRedactedThinking
 	// EventUsage: Usage holds the cumulative counts so far; the last wins.
 	EventUsage
 	// EventStop: the answer ended with Stop (and StopSequence). The provider's
@@ -24,7 +36,8 @@ const (
 	EventStop
 )
 
-var kindNames = [...]string{"", "start", "text_delta", "tool_call_start", "tool_call_delta", "refusal_delta", "usage", "stop"}
+var kindNames = [...]string{"", "start", "text_delta", "tool_call_start", "tool_call_delta", "refusal_delta",
+	"thinking_delta", "thinking_signature", "redacted_thinking", "usage", "stop"}
 
 func (k EventKind) String() string {
 	if int(k) < len(kindNames) {
@@ -36,7 +49,12 @@ func (k EventKind) String() string {
 // Semantic reports whether the event is content the caller can see. The
 // first semantic event commits a stream to its rung.
 func (k EventKind) Semantic() bool {
-	return k >= EventTextDelta && k <= EventRefusalDelta
+	return k >= EventTextDelta && k <= EventRedactedThinking
+}
+
+// Thinking reports whether the event belongs to a reasoning block.
+func (k EventKind) Thinking() bool {
+	return k >= EventThinkingDelta && k <= EventRedactedThinking
 }
 
 // Event is one step of a provider's answer. It is a value: adapters may
@@ -50,6 +68,8 @@ type Event struct {
 	// the provider's response id and model (EventStart).
 	ID   string
 	Name string
+	// Family is set on EventThinkingSignature and EventRedactedThinking.
+	Family Family
 	// Usage is set on EventUsage.
 	Usage Usage
 	// Stop and StopSequence are set on EventStop.
@@ -107,6 +127,9 @@ func (u Usage) IsZero() bool { return u == Usage{} }
 
 // Response is a whole, non-streamed answer.
 type Response struct {
+	// Thinking holds the answer's reasoning blocks, in order, as parts
+	// (PartThinking, PartRedactedThinking); they precede the text.
+	Thinking []Part
 	// ID and Model are the provider's; they never reach the caller.
 	ID    string
 	Model string

@@ -27,6 +27,24 @@ const (
 	PartText PartType = iota
 	// PartImage is an image given by URL (ImageURL) or inline (MediaType+Data).
 	PartImage
+	// PartThinking is the model's reasoning in an assistant turn: Text (may
+	// be empty when the provider omitted it) and the Signature that lets
+	// the provider Family that issued it verify it.
+	PartThinking
+	// PartRedactedThinking is encrypted reasoning in an assistant turn:
+	// Data, readable only by the provider Family that issued it.
+	PartRedactedThinking
+)
+
+// Family is a set of providers that can read each other's reasoning
+// signatures: Claude's on Anthropic's API and on Bedrock share theirs
+// (Anthropic documents signatures as portable across its platforms);
+// Gemini's thought signatures are Gemini's alone.
+type Family string
+
+const (
+	FamilyClaude Family = "claude"
+	FamilyGemini Family = "gemini"
 )
 
 // Part is one piece of message content.
@@ -37,8 +55,12 @@ type Part struct {
 	ImageURL string
 	// MediaType is the inline image's MIME type, e.g. "image/png".
 	MediaType string
-	// Data is the inline image, base64-encoded (standard alphabet).
+	// Data is the inline image, base64-encoded (standard alphabet), or a
+	// redacted thinking block's opaque data.
 	Data string
+	// Signature and Family: a thinking part's signature and who issued it.
+	Signature string
+	Family    Family
 }
 
 // TextPart is shorthand for a text Part.
@@ -119,6 +141,35 @@ const (
 	FormatJSONSchema FormatType = "json_schema"
 )
 
+// ReasoningMode says how much the model should think before answering.
+type ReasoningMode uint8
+
+const (
+	// ReasoningDefault: the caller said nothing; the provider's default.
+	ReasoningDefault ReasoningMode = iota
+	// ReasoningOff: no reasoning (Anthropic thinking disabled).
+	ReasoningOff
+	// ReasoningBudget: think within BudgetTokens (Anthropic's enabled
+	// thinking, Gemini's thinkingBudget).
+	ReasoningBudget
+	// ReasoningAdaptive: the model decides, guided by Effort when set
+	// (Anthropic's adaptive thinking, OpenAI's reasoning effort).
+	ReasoningAdaptive
+)
+
+// Reasoning asks for thinking.
+type Reasoning struct {
+	Mode         ReasoningMode
+	BudgetTokens int
+	// Effort is "minimal", "low", "medium", "high", "xhigh" or "max"; empty
+	// when the caller named none.
+	Effort string
+	// Show asks for the reasoning's text (Anthropic display "summarized",
+	// a Responses reasoning summary); Hide for none (display "omitted").
+	// Neither: the provider's default.
+	Show, Hide bool
+}
+
 // ResponseFormat asks for structured output.
 type ResponseFormat struct {
 	Type   FormatType
@@ -149,6 +200,8 @@ type Request struct {
 	Stop []string
 	// ResponseFormat is nil for plain text.
 	ResponseFormat *ResponseFormat
+	// Reasoning is nil when the caller asked nothing about thinking.
+	Reasoning *Reasoning
 	// Stream is true when the caller asked for a streamed answer.
 	Stream bool
 	// IncludeUsage asks for usage in the stream even where the caller's

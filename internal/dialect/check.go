@@ -83,3 +83,43 @@ func ImageURLPart(url string) (part canonical.Part, problem string) {
 	}
 	return canonical.Part{Type: canonical.PartImage, MediaType: strings.ToLower(mime), Data: data}, ""
 }
+
+// ThinkingText joins the text of an answer's thinking blocks, for dialects
+// that show reasoning as one string.
+func ThinkingText(parts []canonical.Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == canonical.PartThinking {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// signaturePrefix marks a reasoning signature that spillway hands a caller
+// for a provider family other than Claude: "spw:<family>:<signature>".
+// Claude's signatures go out unchanged, so a conversation a caller began
+// with Anthropic directly continues through spillway and back.
+const signaturePrefix = "spw:"
+
+// EncodeSignature is the signature a caller is given for a reasoning block.
+func EncodeSignature(sig string, f canonical.Family) string {
+	if f == canonical.FamilyClaude || f == "" {
+		return sig
+	}
+	return signaturePrefix + string(f) + ":" + sig
+}
+
+// DecodeSignature reads a signature a caller sent back: its family and the
+// provider's own signature. An unmarked one is Claude's.
+func DecodeSignature(s string) (string, canonical.Family) {
+	rest, ok := strings.CutPrefix(s, signaturePrefix)
+	if !ok {
+		return s, canonical.FamilyClaude
+	}
+	fam, sig, ok := strings.Cut(rest, ":")
+	if !ok {
+		return s, canonical.FamilyClaude
+	}
+	return sig, canonical.Family(fam)
+}

@@ -26,6 +26,11 @@ type collector struct {
 	text    strings.Builder
 	refusal strings.Builder
 	calls   []call
+	// thinking holds the reasoning blocks; thinkAt maps a thinking block's
+	// stream index to its place there.
+	thinking []canonical.Part
+	thinkBuf [][]byte
+	thinkAt  map[int]int
 	// byIndex maps a tool call's stream index to its place in calls.
 	byIndex map[int]int
 }
@@ -49,6 +54,22 @@ func (c *collector) reset() {
 	c.refusal.Reset()
 	c.calls = c.calls[:0]
 	clear(c.byIndex)
+	c.thinking, c.thinkBuf = nil, nil
+	clear(c.thinkAt)
+}
+
+// think returns the thinking block at stream index i, opening it.
+func (c *collector) think(i int) int {
+	if k, ok := c.thinkAt[i]; ok {
+		return k
+	}
+	if c.thinkAt == nil {
+		c.thinkAt = map[int]int{}
+	}
+	c.thinkAt[i] = len(c.thinking)
+	c.thinking = append(c.thinking, canonical.Part{Type: canonical.PartThinking})
+	c.thinkBuf = append(c.thinkBuf, nil)
+	return len(c.thinking) - 1
 }
 
 // add takes one semantic event. It fails when the answer outgrows the
@@ -73,6 +94,15 @@ func (c *collector) add(ev *canonical.Event) *failure.Error {
 		if i, ok := c.byIndex[ev.Index]; ok {
 			c.calls[i].args = append(c.calls[i].args, ev.Text...)
 		}
+	case canonical.EventThinkingDelta:
+		k := c.think(ev.Index)
+		c.thinkBuf[k] = append(c.thinkBuf[k], ev.Text...)
+	case canonical.EventThinkingSignature:
+		k := c.think(ev.Index)
+		c.thinking[k].Signature, c.thinking[k].Family = ev.Text, ev.Family
+	case canonical.EventRedactedThinking:
+		k := c.think(ev.Index)
+		c.thinking[k] = canonical.Part{Type: canonical.PartRedactedThinking, Data: ev.Text, Family: ev.Family}
 	}
 	return nil
 }
@@ -80,6 +110,12 @@ func (c *collector) add(ev *canonical.Event) *failure.Error {
 // response is the assembled answer.
 func (c *collector) response(stop canonical.StopReason, stopSeq string, u canonical.Usage) *canonical.Response {
 	r := &canonical.Response{Text: c.text.String(), Refusal: c.refusal.String(), Stop: stop, StopSequence: stopSeq, Usage: u}
+	for k := range c.thinking {
+		if c.thinking[k].Type == canonical.PartThinking {
+			c.thinking[k].Text = string(c.thinkBuf[k])
+		}
+	}
+	r.Thinking = c.thinking
 	if len(c.calls) > 0 {
 		r.ToolCalls = make([]canonical.ToolCall, len(c.calls))
 		for i := range c.calls {

@@ -38,7 +38,11 @@ type Sink interface {
 // TokensOf estimates the tokens in one delta: providers stream about a token
 // per delta, and about four bytes make a token.
 func TokensOf(ev *canonical.Event) int {
-	if !ev.Kind.Semantic() || (ev.Kind == canonical.EventToolCallStart && ev.Text == "") {
+	switch {
+	case !ev.Kind.Semantic(), ev.Kind == canonical.EventToolCallStart && ev.Text == "",
+		ev.Kind == canonical.EventThinkingSignature, ev.Kind == canonical.EventRedactedThinking:
+		// Signatures and redacted blocks are opaque: the provider's usage
+		// counts them, the gateway cannot.
 		return 0
 	}
 	n := (len(ev.Text) + 3) / 4

@@ -113,3 +113,18 @@ func (r *Registry) Kinds() []string {
 func BetaUnsupported(flag string) string {
 	return "beta " + flag + ": only Claude's own API (Anthropic, Bedrock) honours it"
 }
+
+// ForeignThinking names the first reasoning block in req's history that
+// only another provider family can read (its signature would be refused),
+// "" when every block is family's own or there is none. A rung whose
+// family is "" reads no reasoning at all.
+func ForeignThinking(req *canonical.Request, family canonical.Family) string {
+	for i := range req.Messages {
+		for _, p := range req.Messages[i].Content {
+			if (p.Type == canonical.PartThinking || p.Type == canonical.PartRedactedThinking) && p.Family != family {
+				return "the conversation holds reasoning signed by " + string(p.Family) + ", which only that provider family can read back"
+			}
+		}
+	}
+	return ""
+}

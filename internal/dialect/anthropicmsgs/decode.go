@@ -139,7 +139,10 @@ type request struct {
 	canonical.Request
 	version string
 	// count: a count_tokens request (max_tokens is not required).
-	count                               bool
+	count bool
+	// effort is output_config.effort, joined to the thinking settings once
+	// all fields are read.
+	effort                              string
 	hasModel, hasMaxTokens, hasMessages bool
 }
 
@@ -250,11 +253,14 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 	case "speed":
 		p = decodeSpeed(s)
 	case "thinking":
-		p = decodeThinking(s)
+		r.Reasoning, p = decodeThinking(s)
 
 	// Real parameters the gateway cannot honour on every provider.
 	case "output_config":
-		p = s.rejectUnlessNull(field(k), "output formats and effort levels are not available through every provider")
+		r.effort, r.ResponseFormat, p = decodeOutputConfig(s)
+	case "output_format":
+		// The deprecated beta spelling of output_config.format.
+		r.ResponseFormat, p = decodeFormat(s, field(k))
 	case "inference_geo":
 		p = s.rejectUnlessNull(field(k), "where a request runs is set by the gateway's routes")
 	case "container", "mcp_servers", "context_management":
@@ -288,6 +294,17 @@ func (r *request) check() *failure.Public {
 		return missing(field("messages"))
 	case !r.hasModel:
 		return missing(field("model"))
+	}
+	if th := r.Reasoning; th != nil && th.Mode == canonical.ReasoningBudget && r.hasMaxTokens && th.BudgetTokens >= r.MaxTokens {
+		return bad(field("max_tokens"), "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size")
+	}
+	if r.effort != "" {
+		if r.Reasoning == nil {
+			// Effort without thinking shapes how much the model writes,
+			// not whether it thinks.
+			r.Reasoning = &canonical.Reasoning{}
+		}
+		r.Reasoning.Effort = r.effort
 	}
 	tc := r.ToolChoice
 	if tc == nil {
@@ -376,55 +393,183 @@ func decodeSpeed(s *scanner) *failure.Public {
 	return bad(l, "Input should be 'standard' or 'fast'")
 }
 
-// decodeThinking accepts {"type":"disabled"}, which asks for the default;
-// extended thinking itself has no canonical counterpart.
-func decodeThinking(s *scanner) *failure.Public {
+// decodeThinking reads thinking: enabled (with budget_tokens, at least
+// 1024 and below max_tokens, checked once both are read), adaptive, or
+// disabled; display summarized or omitted shows or hides the reasoning.
+// between_tools is refused: no rung but Anthropic's has it.
+func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 	l := field("thinking")
 	if isNull, p := s.null(); isNull || p != nil {
-		return p
+		return nil, p
 	}
 	if p := s.object(l); p != nil {
-		return p
+		return nil, p
 	}
 	var (
-		typ     []byte
-		hasType bool
-		other   []byte
+		typ       []byte
+		hasType   bool
+		hasBudget bool
+		other     []byte
+		r         canonical.Reasoning
 	)
 	for first := true; ; first = false {
 		key, ok, p := s.NextKey(first)
 		if p != nil {
-			return p
+			return nil, p
 		}
 		if !ok {
 			break
 		}
-		if string(key) == "type" {
+		switch string(key) {
+		case "type":
 			hasType = true
-			if typ, p = s.getRaw(l.f("type")); p != nil {
-				return p
+			typ, p = s.getRaw(l.f("type"))
+		case "budget_tokens":
+			hasBudget = true
+			r.BudgetTokens, p = s.getInt(l.f("budget_tokens"))
+		case "display":
+			var v []byte
+			if isNull, np := s.null(); isNull || np != nil {
+				p = np
+				break
 			}
-			continue
+			if v, p = s.getRaw(l.f("display")); p == nil {
+				switch string(v) {
+				case "summarized":
+					r.Show = true
+				case "omitted":
+					r.Hide = true
+				default:
+					p = bad(l.f("display"), "Input should be 'summarized' or 'omitted'")
+				}
+			}
+		default:
+			if other == nil {
+				other = key
+			}
+			p = s.Skip()
 		}
-		if other == nil {
-			other = key
+		if p != nil {
+			return nil, p
 		}
-		if p := s.Skip(); p != nil {
-			return p
+	}
+	if !hasType {
+		return nil, missing(l.f("type"))
+	}
+	switch string(typ) {
+	case "disabled":
+		r.Mode = canonical.ReasoningOff
+	case "adaptive":
+		r.Mode = canonical.ReasoningAdaptive
+	case "enabled":
+		r.Mode = canonical.ReasoningBudget
+		switch {
+		case !hasBudget:
+			return nil, missing(l.f("budget_tokens"))
+		case r.BudgetTokens < 1024:
+			return nil, bad(l.f("budget_tokens"), "Input should be greater than or equal to 1024")
+		}
+	case "between_tools":
+		return nil, unsupported(l.f("type"), "thinking only between tool calls is not available through every provider of a model; use 'enabled' or 'adaptive'")
+	default:
+		return nil, bad(l.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'", typ)
+	}
+	if other != nil {
+		return nil, extra(l.f(string(other)))
+	}
+	if hasBudget && r.Mode != canonical.ReasoningBudget {
+		return nil, extra(l.f("budget_tokens"))
+	}
+	return &r, nil
+}
+
+// decodeOutputConfig reads output_config: effort (low, medium, high,
+// xhigh, max) and format, a JSON schema the answer must follow.
+func decodeOutputConfig(s *scanner) (effort string, format *canonical.ResponseFormat, _ *failure.Public) {
+	l := field("output_config")
+	if isNull, p := s.null(); isNull || p != nil {
+		return "", nil, p
+	}
+	if p := s.object(l); p != nil {
+		return "", nil, p
+	}
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return "", nil, p
+		}
+		if !ok {
+			return effort, format, nil
+		}
+		switch string(key) {
+		case "effort":
+			if isNull, np := s.null(); isNull || np != nil {
+				p = np
+				break
+			}
+			var v []byte
+			if v, p = s.getRaw(l.f("effort")); p == nil {
+				switch effort = string(v); effort {
+				case "low", "medium", "high", "xhigh", "max":
+				default:
+					p = bad(l.f("effort"), "Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+				}
+			}
+		case "format":
+			format, p = decodeFormat(s, l.f("format"))
+		case "task_budget":
+			p = s.rejectUnlessNull(l.f("task_budget"), "task budgets are not available through every provider of a model")
+		default:
+			p = extra(l.f(string(key)))
+		}
+		if p != nil {
+			return "", nil, p
+		}
+	}
+}
+
+// decodeFormat reads a structured-output format: {"type":"json_schema",
+// "schema":{...}}.
+func decodeFormat(s *scanner, l path) (*canonical.ResponseFormat, *failure.Public) {
+	if isNull, p := s.null(); isNull || p != nil {
+		return nil, p
+	}
+	if p := s.object(l); p != nil {
+		return nil, p
+	}
+	var (
+		typ       []byte
+		schema    []byte
+		hasSchema bool
+	)
+	for first := true; ; first = false {
+		key, ok, p := s.NextKey(first)
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "type":
+			typ, p = s.getRaw(l.f("type"))
+		case "schema":
+			hasSchema = true
+			schema, p = s.schema(l.f("schema"))
+		default:
+			p = extra(l.f(string(key)))
+		}
+		if p != nil {
+			return nil, p
 		}
 	}
 	switch {
-	case !hasType:
-		return missing(l.f("type"))
-	case string(typ) == "disabled":
-		if other != nil {
-			return extra(l.f(string(other)))
-		}
-		return nil
-	case string(typ) == "enabled" || string(typ) == "adaptive":
-		return unsupported(l, "extended thinking is not available through every provider of a model")
+	case string(typ) != "json_schema":
+		return nil, bad(l.f("type"), "Input should be 'json_schema'")
+	case !hasSchema:
+		return nil, missing(l.f("schema"))
 	}
-	return bad(l.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'", typ)
+	return &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: schema, Strict: true}, nil
 }
 
 // decodeStop reads stop_sequences: an array of strings with content.

@@ -79,8 +79,55 @@ var decodeCases = []struct {
 	{
 		name: "hints and bookkeeping are accepted and ignored",
 		body: withField(`"metadata":{"user_id":"u-1"},"service_tier":"standard_only","cache_control":{"type":"ephemeral","ttl":"1h"},` +
-			`"speed":"standard","thinking":{"type":"disabled"}`),
+			`"speed":"standard"`),
 		want: base(),
+	},
+	{
+		name: "thinking disabled",
+		body: withField(`"thinking":{"type":"disabled"}`),
+		want: func() canonical.Request {
+			r := base()
+			r.Reasoning = &canonical.Reasoning{Mode: canonical.ReasoningOff}
+			return r
+		}(),
+	},
+	{
+		name: "thinking with a budget, summarized; structured output",
+		body: `{"model":"m","max_tokens":4096,` + okMsgs + `,"thinking":{"type":"enabled","budget_tokens":2048,"display":"summarized"},` +
+			`"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"string"}}}}}}`,
+		want: canonical.Request{Model: "m", MaxTokens: 4096, Messages: []canonical.Message{userText("hi")},
+			Reasoning:      &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 2048, Show: true},
+			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`), Strict: true}},
+	},
+	{
+		name: "adaptive thinking at an effort, omitted",
+		body: withField(`"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"high"}`),
+		want: func() canonical.Request {
+			r := base()
+			r.Reasoning = &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "high", Hide: true}
+			return r
+		}(),
+	},
+	{
+		name: "effort alone",
+		body: withField(`"output_config":{"effort":"low"}`),
+		want: func() canonical.Request {
+			r := base()
+			r.Reasoning = &canonical.Reasoning{Effort: "low"}
+			return r
+		}(),
+	},
+	{
+		name: "thinking blocks in history keep their signatures; a marked one its family",
+		body: withMessages(`{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"c2ln"},` +
+			`{"type":"redacted_thinking","data":"ZW5j"},{"type":"text","text":"b"}]},{"role":"user","content":"c"},` +
+			`{"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"spw:gemini:Z3N"},{"type":"text","text":"d"}]},{"role":"user","content":"e"}`),
+		want: canonical.Request{Model: "m", MaxTokens: 16, Messages: []canonical.Message{userText("a"),
+			{Role: canonical.RoleAssistant, Content: []canonical.Part{{Type: canonical.PartThinking, Text: "hmm", Signature: "c2ln", Family: canonical.FamilyClaude},
+				{Type: canonical.PartRedactedThinking, Data: "ZW5j", Family: canonical.FamilyClaude}, text("b")}},
+			userText("c"),
+			{Role: canonical.RoleAssistant, Content: []canonical.Part{{Type: canonical.PartThinking, Signature: "Z3N", Family: canonical.FamilyGemini}, text("d")}},
+			userText("e")}},
 	},
 	{
 		name: "system string",

@@ -246,7 +246,7 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 		// One allocation for the message's parts.
 		parts := 0
 		for j := range t.blocks {
-			if k := t.blocks[j].kind; k == kindText || k == kindImage {
+			if k := t.blocks[j].kind; k == kindText || k == kindImage || k == kindThinking || k == kindRedacted {
 				parts++
 			}
 		}
@@ -263,6 +263,13 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 				m.Content = append(m.Content, canonical.TextPart(b.text))
 			case kindImage:
 				m.Content = append(m.Content, b.image)
+			case kindThinking:
+				// Carried unchanged to the family that signed it.
+				sig, fam := dialect.DecodeSignature(b.signature)
+				m.Content = append(m.Content, canonical.Part{Type: canonical.PartThinking, Text: b.thinking, Signature: sig, Family: fam})
+			case kindRedacted:
+				data, fam := dialect.DecodeSignature(b.data)
+				m.Content = append(m.Content, canonical.Part{Type: canonical.PartRedactedThinking, Data: data, Family: fam})
 			case kindToolUse:
 				for _, c := range t.calls {
 					if c.ID == b.id {
@@ -322,6 +329,8 @@ const (
 	kindImage
 	kindToolUse
 	kindToolResult
+	kindThinking
+	kindRedacted
 )
 
 // Members a block may have; which are allowed depends on its type.
@@ -336,15 +345,21 @@ const (
 	mContent
 	mIsError
 	mCacheControl
+	mThinking
+	mSignature
+	mData
 )
 
-var memberNames = [...]string{"text", "citations", "source", "id", "name", "input", "tool_use_id", "content", "is_error", "cache_control"}
+var memberNames = [...]string{"text", "citations", "source", "id", "name", "input", "tool_use_id", "content", "is_error", "cache_control",
+	"thinking", "signature", "data"}
 
 var allowedMembers = [...]int{
 	kindText:       mText | mCitations | mCacheControl,
 	kindImage:      mSource | mCacheControl,
 	kindToolUse:    mID | mName | mInput | mCacheControl,
 	kindToolResult: mToolUseID | mContent | mIsError | mCacheControl,
+	kindThinking:   mThinking | mSignature | mCacheControl,
+	kindRedacted:   mData | mCacheControl,
 }
 
 // block is one decoded content block. Members may come in any order (the
@@ -366,6 +381,8 @@ type block struct {
 	input     string
 	result    []canonical.Part
 	isError   bool
+	// thinking, signature, data: a thinking or redacted_thinking block's.
+	thinking, signature, data string
 }
 
 // decode reads the block's members and its type. A member that does not
@@ -449,6 +466,15 @@ func (b *block) readMembers(s *scanner, l path, nested bool) *failure.Public {
 				break
 			}
 			b.isError, p = s.getBool(l.f("is_error"))
+		case "thinking":
+			b.members |= mThinking
+			b.thinking, p = s.getString(l.f("thinking"))
+		case "signature":
+			b.members |= mSignature
+			b.signature, p = s.getString(l.f("signature"))
+		case "data":
+			b.members |= mData
+			b.data, p = s.getString(l.f("data"))
 		case "caller":
 			// Who called a tool: {"type":"direct"} (the model itself) is what
 			// every tool_use the API returns carries, and SDKs echo it back;
@@ -516,10 +542,10 @@ func (b *block) judgeType(l path) *failure.Public {
 		b.kind = kindToolUse
 	case "tool_result":
 		b.kind = kindToolResult
-	case "thinking", "redacted_thinking":
-		// This gateway never returns thinking blocks (it refuses 'thinking'),
-		// and dropping them would change what some models see.
-		return unsupported(l, "extended thinking is not available through every provider of a model; remove thinking blocks from the history")
+	case "thinking":
+		b.kind = kindThinking
+	case "redacted_thinking":
+		b.kind = kindRedacted
 	case "document", "search_result", "container_upload":
 		return unsupported(l, "'"+string(b.typ)+"' blocks are not available through every provider of a model")
 	case "tool_reference":
@@ -528,7 +554,7 @@ func (b *block) judgeType(l path) *failure.Public {
 		"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result":
 		return unsupported(l, "Anthropic's server-side tools are not available through every provider of a model")
 	default:
-		return bad(tl, "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'tool_use', 'tool_result'", b.typ)
+		return bad(tl, "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking'", b.typ)
 	}
 	return nil
 }
@@ -592,6 +618,22 @@ func (b *block) check(l path, isAssistant bool) *failure.Public {
 			return bad(tl, "tool_result blocks are only allowed in user messages")
 		case b.members&mToolUseID == 0:
 			return missing(l.f("tool_use_id"))
+		}
+	case kindThinking:
+		switch {
+		case !isAssistant:
+			return bad(tl, "thinking blocks are only allowed in assistant messages")
+		case b.members&mThinking == 0:
+			return missing(l.f("thinking"))
+		case b.members&mSignature == 0:
+			return missing(l.f("signature"))
+		}
+	case kindRedacted:
+		switch {
+		case !isAssistant:
+			return bad(tl, "redacted_thinking blocks are only allowed in assistant messages")
+		case b.members&mData == 0:
+			return missing(l.f("data"))
 		}
 	}
 	return nil

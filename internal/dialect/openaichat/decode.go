@@ -17,7 +17,7 @@ import (
 // Null is treated as absent for every optional field. Parameters that only
 // tune sampling or bookkeeping and have no canonical counterpart (user,
 // safety_identifier, metadata, store, service_tier, seed, prompt_cache_key,
-// prompt_cache_retention, reasoning_effort, verbosity, presence_penalty,
+// prompt_cache_retention, verbosity, presence_penalty,
 // frequency_penalty, stream_options.include_obfuscation, image detail and
 // message names) are type-checked and ignored.
 //
@@ -123,7 +123,9 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 		r.ResponseFormat, p = decodeResponseFormat(s)
 
 	// Accepted and ignored: no canonical counterpart, no effect on the answer's shape.
-	case "user", "safety_identifier", "service_tier", "prompt_cache_key", "prompt_cache_retention", "reasoning_effort", "verbosity":
+	case "reasoning_effort":
+		r.Reasoning, p = s.reasoningEffort(field("reasoning_effort"))
+	case "user", "safety_identifier", "service_tier", "prompt_cache_key", "prompt_cache_retention", "verbosity":
 		p = s.optString(field(string(key)))
 	case "store":
 		_, p = s.optBool(field("store"))
@@ -222,6 +224,26 @@ func (s *scanner) optBool(l loc) (*bool, *failure.Public) {
 		return nil, p
 	}
 	return &b, nil
+}
+
+// reasoningEffort reads reasoning_effort: "none" turns reasoning off, any
+// other level asks for it at that effort (each rung maps the level onto
+// what its provider has).
+func (s *scanner) reasoningEffort(l loc) (*canonical.Reasoning, *failure.Public) {
+	if isNull, p := s.skipNull(); isNull || p != nil {
+		return nil, p
+	}
+	v, p := s.getStringRaw(l)
+	if p != nil {
+		return nil, p
+	}
+	switch e := string(v); e {
+	case "none":
+		return &canonical.Reasoning{Mode: canonical.ReasoningOff}, nil
+	case "minimal", "low", "medium", "high", "xhigh", "max":
+		return &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: e}, nil
+	}
+	return nil, bad(l, "Invalid value for '%s': '%s'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', 'xhigh' and 'max'.", l, v)
 }
 
 func (s *scanner) optString(l loc) *failure.Public {

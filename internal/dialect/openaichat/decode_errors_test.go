@@ -208,6 +208,7 @@ var decodeErrorCases = []struct {
 	{"seed decimal", withField(`"seed":1.5`), "seed", "expected an integer"},
 	{"store string", withField(`"store":"yes"`), "store", "expected a boolean"},
 	{"reasoning_effort number", withField(`"reasoning_effort":1`), "reasoning_effort", "expected a string"},
+	{"reasoning_effort unknown", withField(`"reasoning_effort":"extreme"`), "reasoning_effort", "Supported values are: 'none'"},
 }
 
 func TestDecodeErrors(t *testing.T) {

@@ -38,9 +38,21 @@ var decodeCases = []struct {
 	{
 		name: "harmless parameters are accepted and ignored",
 		body: withField(`"user":"u1","safety_identifier":"h","metadata":{"a":"b"},"store":true,"service_tier":"auto","seed":42,` +
-			`"prompt_cache_key":"k","prompt_cache_retention":"24h","reasoning_effort":"high","verbosity":"low","presence_penalty":0.5,` +
+			`"prompt_cache_key":"k","prompt_cache_retention":"24h","verbosity":"low","presence_penalty":0.5,` +
 			`"frequency_penalty":-1,"logprobs":false,"top_logprobs":0,"logit_bias":{},"modalities":["text"],"n":1`),
 		want: canonical.Request{Model: "m", Messages: []canonical.Message{userText("hi")}},
+	},
+	{
+		name: "reasoning effort asks for reasoning at that effort",
+		body: withField(`"reasoning_effort":"high"`),
+		want: canonical.Request{Model: "m", Messages: []canonical.Message{userText("hi")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "high"}},
+	},
+	{
+		name: "reasoning effort none turns reasoning off",
+		body: withField(`"reasoning_effort":"none"`),
+		want: canonical.Request{Model: "m", Messages: []canonical.Message{userText("hi")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningOff}},
 	},
 	{
 		name: "system and developer messages join the system prompt",

@@ -40,6 +40,10 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 	}
 	dst = append(dst, `,"refusal":`...)
 	dst = jsonw.AppendStringOrNull(dst, resp.Refusal)
+	if t := dialect.ThinkingText(resp.Thinking); t != "" {
+		dst = append(dst, `,"reasoning_content":`...)
+		dst = jsonw.AppendString(dst, t)
+	}
 	if len(resp.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
 		for i, tc := range resp.ToolCalls {

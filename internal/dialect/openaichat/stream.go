@@ -66,6 +66,17 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		}
 		dst = jsonw.AppendString(dst, ev.Text)
 		dst = append(dst, '}')
+	case canonical.EventThinkingDelta:
+		// Chat has no reasoning field of its own; reasoning_content is the
+		// name compatible servers (DeepSeek, vLLM) and their clients use.
+		// Signatures cannot be carried: Chat takes no reasoning back.
+		if ev.Text == "" {
+			return dst
+		}
+		dst = append(dst, e.pre...)
+		dst = append(dst, `{"reasoning_content":`...)
+		dst = jsonw.AppendString(dst, ev.Text)
+		dst = append(dst, '}')
 	case canonical.EventToolCallStart:
 		dst = append(dst, e.pre...)
 		dst = append(dst, `{"tool_calls":[{"index":`...)

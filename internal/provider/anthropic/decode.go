@@ -14,6 +14,7 @@ import (
 // message_start.
 type usage struct {
 	input, output, cacheWrite, cacheRead  int
+	thinking                              int
 	hasInput, hasCacheWrite, hasCacheRead bool
 }
 
@@ -29,6 +30,12 @@ func readUsage(d *wirejson.Decoder) usage {
 			u.cacheWrite, u.hasCacheWrite = d.Int(), true
 		case "cache_read_input_tokens":
 			u.cacheRead, u.hasCacheRead = d.Int(), true
+		case "output_tokens_details":
+			d.Object(func(key []byte) {
+				if string(key) == "thinking_tokens" {
+					u.thinking = d.Int()
+				}
+			})
 		}
 	})
 	return u
@@ -41,7 +48,9 @@ func (u *usage) canonical() canonical.Usage {
 		InputTokens:       u.input + u.cacheWrite + u.cacheRead,
 		CachedInputTokens: u.cacheRead,
 		CacheWriteTokens:  u.cacheWrite,
-		OutputTokens:      u.output,
+		// output_tokens includes thinking; thinking_tokens is its share.
+		OutputTokens:    u.output,
+		ReasoningTokens: u.thinking,
 	}
 }
 
@@ -180,6 +189,8 @@ const (
 	blockOther blockKind = iota
 	blockText
 	blockToolUse
+	blockThinking
+	blockRedacted
 )
 
 func blockKindOf(b []byte) blockKind {
@@ -188,6 +199,10 @@ func blockKindOf(b []byte) blockKind {
 		return blockText
 	case "tool_use":
 		return blockToolUse
+	case "thinking":
+		return blockThinking
+	case "redacted_thinking":
+		return blockRedacted
 	}
 	return blockOther
 }

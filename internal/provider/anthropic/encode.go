@@ -13,13 +13,24 @@ import (
 // unsupported names the first canonical feature Messages cannot express,
 // "" when req can be sent as is.
 func unsupported(req *canonical.Request) string {
-	if f := req.ResponseFormat; f != nil && f.Type != canonical.FormatText {
-		// Messages has no JSON mode; dropping the format would silently
-		// change what the caller gets back.
-		return "Anthropic Messages has no structured output mode (response_format " + string(f.Type) + ")"
+	if f := req.ResponseFormat; f != nil && f.Type == canonical.FormatJSONObject {
+		// Messages has structured output for a schema only (output_config
+		// .format); dropping the format would silently change the answer.
+		return "Anthropic Messages has no JSON mode without a schema (response_format json_object)"
 	}
 	if t := req.Temperature; t != nil && (*t < 0 || *t > 1) {
 		return "Anthropic accepts temperature only from 0 to 1"
+	}
+	if r := req.Reasoning; r != nil && r.Mode == canonical.ReasoningBudget {
+		switch {
+		case r.BudgetTokens < minThinkingBudget:
+			return "Anthropic's thinking budget is at least 1024 tokens"
+		case req.MaxTokens > 0 && r.BudgetTokens >= req.MaxTokens:
+			return "Anthropic's thinking budget must be below max_tokens"
+		}
+	}
+	if reason := provider.ForeignThinking(req, canonical.FamilyClaude); reason != "" {
+		return reason
 	}
 	for i := range req.Messages {
 		for _, tc := range req.Messages[i].ToolCalls {
@@ -73,6 +84,12 @@ func encodeBody(req *canonical.Request, t *provider.Target, stream, count bool) 
 			}
 			b = appendToolChoice(b, req.ToolChoice, req.ParallelToolCalls)
 		}
+		if r := req.Reasoning; r != nil {
+			b = appendThinking(b, r)
+		}
+		if b, err = appendOutputConfig(b, req); err != nil {
+			return nil, err
+		}
 		return append(b, '}'), nil
 	}
 	if len(req.Stop) > 0 {
@@ -99,6 +116,12 @@ func encodeBody(req *canonical.Request, t *provider.Target, stream, count bool) 
 			return nil, err
 		}
 		b = appendToolChoice(b, req.ToolChoice, req.ParallelToolCalls)
+	}
+	if r := req.Reasoning; r != nil {
+		b = appendThinking(b, r)
+	}
+	if b, err = appendOutputConfig(b, req); err != nil {
+		return nil, err
 	}
 	if stream {
 		b = append(b, `,"stream":true`...)
@@ -182,10 +205,91 @@ func appendParts(b []byte, parts []canonical.Part) []byte {
 			b = append(b, '}')
 		case canonical.PartImage:
 			b = appendImage(wirejson.Sep(b), p)
+		case canonical.PartThinking:
+			// Unchanged, as the API requires of reasoning sent back.
+			b = wirejson.Sep(b)
+			b = append(b, `{"type":"thinking","thinking":`...)
+			b = wirejson.AppendString(b, p.Text)
+			b = append(b, `,"signature":`...)
+			b = wirejson.AppendString(b, p.Signature)
+			b = append(b, '}')
+		case canonical.PartRedactedThinking:
+			b = wirejson.Sep(b)
+			b = append(b, `{"type":"redacted_thinking","data":`...)
+			b = wirejson.AppendString(b, p.Data)
+			b = append(b, '}')
 		}
 	}
 	return b
 }
+
+// appendThinking writes thinking. unsupported(req) has checked the budget.
+func appendThinking(b []byte, r *canonical.Reasoning) []byte {
+	switch r.Mode {
+	case canonical.ReasoningOff:
+		return append(b, `,"thinking":{"type":"disabled"}`...)
+	case canonical.ReasoningBudget:
+		b = append(b, `,"thinking":{"type":"enabled","budget_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.BudgetTokens), 10)
+	case canonical.ReasoningAdaptive:
+		b = append(b, `,"thinking":{"type":"adaptive"`...)
+	default:
+		return b
+	}
+	switch {
+	case r.Show:
+		b = append(b, `,"display":"summarized"`...)
+	case r.Hide:
+		b = append(b, `,"display":"omitted"`...)
+	}
+	return append(b, '}')
+}
+
+// appendOutputConfig writes output_config: the effort (with adaptive
+// thinking, or alone) and a JSON schema format.
+func appendOutputConfig(b []byte, req *canonical.Request) ([]byte, error) {
+	var eff string
+	if r := req.Reasoning; r != nil && (r.Mode == canonical.ReasoningAdaptive || r.Mode == canonical.ReasoningDefault) {
+		eff = r.Effort
+	}
+	f := req.ResponseFormat
+	hasFormat := f != nil && f.Type == canonical.FormatJSONSchema
+	if eff == "" && !hasFormat {
+		return b, nil
+	}
+	b = append(b, `,"output_config":{`...)
+	if eff != "" {
+		b = append(b, `"effort":"`...)
+		b = append(b, effort(eff)...)
+		b = append(b, '"')
+	}
+	if hasFormat {
+		b = wirejson.Key(b, "format")
+		b = append(b, `{"type":"json_schema","schema":`...)
+		schema := f.Schema
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = []byte(`{"type":"object"}`)
+		}
+		var ok bool
+		if b, ok = wirejson.AppendCompact(b, schema); !ok {
+			return nil, errors.New("response_format: the JSON schema is not valid JSON")
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+// effort maps an effort onto Anthropic's levels (low, medium, high,
+// xhigh, max): "minimal", which Anthropic lacks, is its lowest.
+func effort(e string) string {
+	if e == "minimal" {
+		return "low"
+	}
+	return e
+}
+
+// minThinkingBudget is Anthropic's floor for budget_tokens.
+const minThinkingBudget = 1024
 
 func appendImage(b []byte, p canonical.Part) []byte {
 	media, data := p.MediaType, p.Data

@@ -140,8 +140,14 @@ func TestCheck(t *testing.T) {
 		req     *canonical.Request
 		wantErr string
 	}{
-		{"json_object", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONObject}}, "structured output"},
-		{"json_schema", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{}`)}}, "structured output"},
+		{"json_object", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONObject}}, "no JSON mode without a schema"},
+		{"json_schema goes as output_config.format", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{}`)}}, ""},
+		{"a thinking budget under 1024", &canonical.Request{Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 512}}, "at least 1024"},
+		{"a thinking budget at max_tokens", &canonical.Request{MaxTokens: 2000, Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 2000}}, "below max_tokens"},
+		{"Gemini's reasoning in history", &canonical.Request{Messages: []canonical.Message{user("x"), {Role: canonical.RoleAssistant,
+			Content: []canonical.Part{{Type: canonical.PartThinking, Text: "t", Signature: "s", Family: canonical.FamilyGemini}, canonical.TextPart("y")}}}}, "signed by gemini"},
+		{"Claude's reasoning in history", &canonical.Request{Messages: []canonical.Message{user("x"), {Role: canonical.RoleAssistant,
+			Content: []canonical.Part{{Type: canonical.PartThinking, Text: "t", Signature: "s", Family: canonical.FamilyClaude}, canonical.TextPart("y")}}}}, ""},
 		{"invalid arguments", withCall(`{"city":`), "not a JSON object"},
 		{"array arguments", withCall(`[1,2]`), "not a JSON object"},
 		{"temperature above 1", &canonical.Request{Temperature: ptr(1.5)}, "temperature"},

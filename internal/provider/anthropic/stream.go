@@ -44,9 +44,11 @@ func eventKindOf(b []byte) eventKind {
 type deltaKind uint8
 
 const (
-	deltaOther deltaKind = iota // thinking, signature, citations: ignored
+	deltaOther deltaKind = iota // citations: ignored
 	deltaText
 	deltaInputJSON
+	deltaThinking
+	deltaSignature
 )
 
 // event is what one stream event carries, filled whole before acting on it
@@ -60,6 +62,8 @@ type event struct {
 	block       blockKind
 	blockID     string
 	blockName   string
+	signature   string
+	data        string
 	delta       deltaKind
 	text        string
 	stop        canonical.StopReason
@@ -80,7 +84,9 @@ type decoder struct {
 	input usage
 	// tools maps tool_use blocks to ordinals 0, 1, ... (not block indexes:
 	// text and thinking blocks take indexes too).
-	tools    []toolBlock
+	tools []toolBlock
+	// thinks maps thinking and redacted_thinking blocks to ordinals.
+	thinks   []toolBlock
 	textSeen bool
 }
 
@@ -119,10 +125,24 @@ func (s *decoder) Decode(name, data []byte, q *provider.Queue) error {
 			s.textSeen = true
 			q.Push(canonical.Event{Kind: canonical.EventTextDelta, Text: ev.text})
 		}
-		if ev.block == blockToolUse {
+		switch ev.block {
+		case blockToolUse:
 			ord := len(s.tools)
 			s.tools = append(s.tools, toolBlock{block: ev.index, ordinal: ord})
 			q.Push(canonical.Event{Kind: canonical.EventToolCallStart, Index: ord, ID: ev.blockID, Name: ev.blockName})
+		case blockThinking:
+			ord := len(s.thinks)
+			s.thinks = append(s.thinks, toolBlock{block: ev.index, ordinal: ord})
+			if ev.text != "" {
+				q.Push(canonical.Event{Kind: canonical.EventThinkingDelta, Index: ord, Text: ev.text})
+			}
+			if ev.signature != "" {
+				q.Push(canonical.Event{Kind: canonical.EventThinkingSignature, Index: ord, Text: ev.signature, Family: canonical.FamilyClaude})
+			}
+		case blockRedacted:
+			ord := len(s.thinks)
+			s.thinks = append(s.thinks, toolBlock{block: ev.index, ordinal: ord})
+			q.Push(canonical.Event{Kind: canonical.EventRedactedThinking, Index: ord, Text: ev.data, Family: canonical.FamilyClaude})
 		}
 	case evBlockDelta:
 		if ev.text == "" {
@@ -133,8 +153,16 @@ func (s *decoder) Decode(name, data []byte, q *provider.Queue) error {
 			s.textSeen = true
 			q.Push(canonical.Event{Kind: canonical.EventTextDelta, Text: ev.text})
 		case deltaInputJSON:
-			if ord, ok := s.toolOrdinal(ev.index); ok {
+			if ord, ok := ordinal(s.tools, ev.index); ok {
 				q.Push(canonical.Event{Kind: canonical.EventToolCallDelta, Index: ord, Text: ev.text})
+			}
+		case deltaThinking:
+			if ord, ok := ordinal(s.thinks, ev.index); ok {
+				q.Push(canonical.Event{Kind: canonical.EventThinkingDelta, Index: ord, Text: ev.text})
+			}
+		case deltaSignature:
+			if ord, ok := ordinal(s.thinks, ev.index); ok {
+				q.Push(canonical.Event{Kind: canonical.EventThinkingSignature, Index: ord, Text: ev.text, Family: canonical.FamilyClaude})
 			}
 		}
 	case evMessageDelta:
@@ -168,8 +196,9 @@ func (s *decoder) Decode(name, data []byte, q *provider.Queue) error {
 	return nil
 }
 
-func (s *decoder) toolOrdinal(block int) (int, bool) {
-	for _, t := range s.tools {
+// ordinal finds the ordinal of the block at index.
+func ordinal(blocks []toolBlock, block int) (int, bool) {
+	for _, t := range blocks {
 		if t.block == block {
 			return t.ordinal, true
 		}
@@ -209,8 +238,12 @@ func (s *decoder) decode(data []byte) error {
 					ev.blockID = d.Str()
 				case "name":
 					ev.blockName = d.Str()
-				case "text":
+				case "text", "thinking":
 					ev.text = d.Str()
+				case "signature":
+					ev.signature = d.Str()
+				case "data":
+					ev.data = d.Str()
 				}
 			})
 		case "delta":
@@ -238,8 +271,12 @@ func (s *decoder) decodeDelta(ev *event) {
 				ev.delta = deltaText
 			case "input_json_delta":
 				ev.delta = deltaInputJSON
+			case "thinking_delta":
+				ev.delta = deltaThinking
+			case "signature_delta":
+				ev.delta = deltaSignature
 			}
-		case "text":
+		case "text", "thinking", "signature":
 			ev.text = d.Str()
 		case "partial_json":
 			ev.text = d.Str()

@@ -98,11 +98,13 @@ func TestStream(t *testing.T) {
 			},
 		},
 		{
-			name: "thinking skipped, parallel tools numbered by tool ordinal, unknown event ignored",
+			name: "thinking carried with its signature, parallel tools numbered by tool ordinal, unknown event ignored",
 			body: transcript(t, "stream_tools.sse"),
 			want: []canonical.Event{
 				{Kind: canonical.EventStart, ID: "msg_02", Name: "claude-sonnet-4-5-20250929"},
 				{Kind: canonical.EventUsage, Usage: canonical.Usage{InputTokens: 397}},
+				{Kind: canonical.EventThinkingDelta, Index: 0, Text: "Two lookups."},
+				{Kind: canonical.EventThinkingSignature, Index: 0, Text: "EqQBCgIYAhIM", Family: canonical.FamilyClaude},
 				{Kind: canonical.EventTextDelta, Text: "Checking."},
 				{Kind: canonical.EventToolCallStart, Index: 0, ID: "toolu_01", Name: "get_weather"},
 				{Kind: canonical.EventToolCallDelta, Index: 0, Text: `{"city": `},

@@ -13,6 +13,12 @@ import (
 // unsupported names the first canonical feature Converse cannot express,
 // "" when req can be sent as is.
 func unsupported(req *canonical.Request) string {
+	if reason := provider.ForeignThinking(req, canonical.FamilyClaude); reason != "" {
+		return reason
+	}
+	if r := req.Reasoning; r != nil && r.Mode == canonical.ReasoningBudget && r.BudgetTokens < 1024 {
+		return "Claude on Bedrock thinks within a budget of at least 1024 tokens"
+	}
 	if f := req.ResponseFormat; f != nil && f.Type != canonical.FormatText {
 		// Dropping the format would silently change what the caller gets.
 		return "Bedrock Converse has no JSON mode or structured output (response_format " + string(f.Type) + ")"
@@ -135,13 +141,30 @@ func encode(req *canonical.Request, t *provider.Target) ([]byte, error) {
 
 // appendAdditionalFields writes additionalModelRequestFields, the fields
 // Converse passes to the model untouched, in the Anthropic Messages names
-// Claude on Bedrock reads: top_k, and the caller's beta flags as
+// Claude on Bedrock reads: top_k, thinking, and the caller's beta flags as
 // anthropic_beta.
 func appendAdditionalFields(b []byte, req *canonical.Request) []byte {
-	if req.TopK == nil && len(req.Betas) == 0 {
+	r := req.Reasoning
+	if r != nil && r.Mode == canonical.ReasoningDefault {
+		r = nil
+	}
+	if req.TopK == nil && len(req.Betas) == 0 && r == nil {
 		return b
 	}
 	b = append(b, `,"additionalModelRequestFields":{`...)
+	if r != nil {
+		b = wirejson.Key(b, "thinking")
+		switch r.Mode {
+		case canonical.ReasoningOff:
+			b = append(b, `{"type":"disabled"}`...)
+		case canonical.ReasoningBudget:
+			b = append(b, `{"type":"enabled","budget_tokens":`...)
+			b = strconv.AppendInt(b, int64(r.BudgetTokens), 10)
+			b = append(b, '}')
+		default:
+			b = append(b, `{"type":"adaptive"}`...)
+		}
+	}
 	if req.TopK != nil {
 		b = wirejson.Key(b, "top_k")
 		b = strconv.AppendInt(b, int64(*req.TopK), 10)
@@ -227,6 +250,18 @@ func appendParts(b []byte, parts []canonical.Part) []byte {
 			b = append(b, '}')
 		case canonical.PartImage:
 			b = appendImage(wirejson.Sep(b), p)
+		case canonical.PartThinking:
+			b = wirejson.Sep(b)
+			b = append(b, `{"reasoningContent":{"reasoningText":{"text":`...)
+			b = wirejson.AppendString(b, p.Text)
+			b = append(b, `,"signature":`...)
+			b = wirejson.AppendString(b, p.Signature)
+			b = append(b, "}}}"...)
+		case canonical.PartRedactedThinking:
+			b = wirejson.Sep(b)
+			b = append(b, `{"reasoningContent":{"redactedContent":`...)
+			b = wirejson.AppendString(b, p.Data)
+			b = append(b, "}}"...)
 		}
 	}
 	return b

@@ -204,6 +204,8 @@ type decoder struct {
 	// tools maps toolUse blocks to ordinals 0, 1, ... (text blocks take
 	// block indexes too).
 	tools []toolBlock
+	// thinks maps reasoningContent blocks to ordinals.
+	thinks []toolBlock
 	// stopped: messageStop arrived; malformed names its malformed_* reason.
 	stopped   bool
 	malformed string
@@ -254,6 +256,8 @@ type payload struct {
 	isTool    bool // contentBlockStart.start.toolUse
 	text      string
 	toolInput string
+	// reasoning, signature, redacted: a reasoningContent delta.
+	reasoning, signature, redacted string
 	stop      canonical.StopReason
 	stopKind  stopKind
 	malformed string // the malformed_* stop reason, verbatim
@@ -288,8 +292,24 @@ func (d *decoder) event(name string, data []byte, q *[]canonical.Event) error {
 			*q = append(*q, canonical.Event{Kind: canonical.EventTextDelta, Text: p.text})
 		}
 		if p.toolInput != "" {
-			if ord, ok := d.toolOrdinal(p.index); ok {
+			if ord, ok := ordinal(d.tools, p.index); ok {
 				*q = append(*q, canonical.Event{Kind: canonical.EventToolCallDelta, Index: ord, Text: p.toolInput})
+			}
+		}
+		// Reasoning blocks, like text, open with their first delta.
+		if p.reasoning != "" || p.signature != "" || p.redacted != "" {
+			ord, ok := ordinal(d.thinks, p.index)
+			if !ok {
+				ord = len(d.thinks)
+				d.thinks = append(d.thinks, toolBlock{block: p.index, ordinal: ord})
+			}
+			switch {
+			case p.reasoning != "":
+				*q = append(*q, canonical.Event{Kind: canonical.EventThinkingDelta, Index: ord, Text: p.reasoning})
+			case p.signature != "":
+				*q = append(*q, canonical.Event{Kind: canonical.EventThinkingSignature, Index: ord, Text: p.signature, Family: canonical.FamilyClaude})
+			default:
+				*q = append(*q, canonical.Event{Kind: canonical.EventRedactedThinking, Index: ord, Text: p.redacted, Family: canonical.FamilyClaude})
 			}
 		}
 	case "messageStop":
@@ -315,8 +335,9 @@ func (d *decoder) event(name string, data []byte, q *[]canonical.Event) error {
 	return nil
 }
 
-func (d *decoder) toolOrdinal(block int) (int, bool) {
-	for _, t := range d.tools {
+// ordinal finds the ordinal of the block at index.
+func ordinal(blocks []toolBlock, block int) (int, bool) {
+	for _, t := range blocks {
 		if t.block == block {
 			return t.ordinal, true
 		}
@@ -357,6 +378,17 @@ func (d *decoder) parse(data []byte, p *payload) error {
 					j.Object(func(key []byte) {
 						if string(key) == "input" {
 							p.toolInput = j.Str()
+						}
+					})
+				case "reasoningContent":
+					j.Object(func(key []byte) {
+						switch string(key) {
+						case "text":
+							p.reasoning = j.Str()
+						case "signature":
+							p.signature = j.Str()
+						case "redactedContent":
+							p.redacted = j.Str()
 						}
 					})
 				}

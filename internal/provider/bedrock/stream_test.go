@@ -148,7 +148,7 @@ func TestStream(t *testing.T) {
 			want: []canonical.Event{evStart, evHi, {Kind: canonical.EventStop, Stop: canonical.StopContentFilter}, evUsage},
 		},
 		{
-			name: "cached usage; reasoning, citations, empty and orphan deltas skipped; unknown events ignored",
+			name: "cached usage; reasoning carried with its signature; citations, empty and orphan deltas skipped; unknown events ignored",
 			body: join(fStart,
 				ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"hmm"}}}`),
 				ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"sig"}}}`),
@@ -159,7 +159,10 @@ func TestStream(t *testing.T) {
 				ev("somethingNew", `{"x":1}`),
 				ev("messageStop", `{"stopReason":"max_tokens","additionalModelResponseFields":{"a":1}}`),
 				ev("metadata", `{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":5319,"cacheReadInputTokens":5000,"cacheWriteInputTokens":300},"metrics":{"latencyMs":3}}`)),
-			want: []canonical.Event{evStart, evHi, {Kind: canonical.EventStop, Stop: canonical.StopMaxTokens},
+			want: []canonical.Event{evStart,
+				{Kind: canonical.EventThinkingDelta, Index: 0, Text: "hmm"},
+				{Kind: canonical.EventThinkingSignature, Index: 0, Text: "sig", Family: canonical.FamilyClaude},
+				evHi, {Kind: canonical.EventStop, Stop: canonical.StopMaxTokens},
 				{Kind: canonical.EventUsage, Usage: canonical.Usage{InputTokens: 5312, CachedInputTokens: 5000, CacheWriteTokens: 300, OutputTokens: 7}}},
 		},
 		{

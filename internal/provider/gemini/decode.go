@@ -112,6 +112,9 @@ func badCall(reason string) *failure.Error {
 type part struct {
 	text    string
 	thought bool
+	// sig is the part's thoughtSignature, which Gemini needs back with the
+	// conversation to continue its reasoning.
+	sig     string
 	call    bool
 	id      string
 	name    string
@@ -129,6 +132,8 @@ func readPart(d *wirejson.Decoder, p *part) {
 			p.text = d.Str()
 		case "thought":
 			p.thought = d.Bool()
+		case "thoughtSignature":
+			p.sig = d.Str()
 		case "functionCall":
 			p.call = true
 			d.Object(func(key []byte) {

@@ -17,6 +17,16 @@ func unsupported(req *canonical.Request) string {
 	if f := anthropicbeta.FirstClaude(req.Betas); f != "" {
 		return provider.BetaUnsupported(f)
 	}
+	if reason := provider.ForeignThinking(req, canonical.FamilyGemini); reason != "" {
+		return reason
+	}
+	for i := range req.Messages {
+		for _, p := range req.Messages[i].Content {
+			if p.Type == canonical.PartRedactedThinking {
+				return "Gemini has no redacted reasoning to send back"
+			}
+		}
+	}
 	if len(req.Tools) > 0 && req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
 		// Gemini has no switch for parallel function calls; ignoring the
 		// caller's "at most one" could hand it several.
@@ -230,6 +240,14 @@ func appendParts(b []byte, parts []canonical.Part) []byte {
 			b = append(b, `,"data":`...)
 			b = wirejson.AppendString(b, data)
 			b = append(b, "}}"...)
+		case canonical.PartThinking:
+			// Gemini's own thought, with its signature, as it gave it.
+			b = wirejson.Sep(b)
+			b = append(b, `{"text":`...)
+			b = wirejson.AppendString(b, p.Text)
+			b = append(b, `,"thought":true,"thoughtSignature":`...)
+			b = wirejson.AppendString(b, p.Signature)
+			b = append(b, '}')
 		}
 	}
 	return b
@@ -356,10 +374,55 @@ func appendGenerationConfig(b []byte, req *canonical.Request, t *provider.Target
 			}
 		}
 	}
+	if r := req.Reasoning; r != nil {
+		b = appendThinkingConfig(b, r)
+	}
 	if len(b) == open {
 		return b[:start], nil // nothing to configure
 	}
 	return append(b, '}'), nil
+}
+
+// appendThinkingConfig maps reasoning onto thinkingConfig: a budget as
+// thinkingBudget, an effort as thinkingLevel, adaptive without one as the
+// dynamic budget (-1), off as a zero budget; thoughts are included unless
+// the caller asked to hide them.
+func appendThinkingConfig(b []byte, r *canonical.Reasoning) []byte {
+	if r.Mode == canonical.ReasoningDefault && r.Effort == "" {
+		return b
+	}
+	b = wirejson.Key(b, "thinkingConfig")
+	b = append(b, '{')
+	switch {
+	case r.Mode == canonical.ReasoningOff:
+		return append(b, `"thinkingBudget":0}`...)
+	case r.Mode == canonical.ReasoningBudget:
+		b = append(b, `"thinkingBudget":`...)
+		b = strconv.AppendInt(b, int64(r.BudgetTokens), 10)
+	case r.Effort != "":
+		b = append(b, `"thinkingLevel":"`...)
+		b = append(b, thinkingLevel(r.Effort)...)
+		b = append(b, '"')
+	default:
+		b = append(b, `"thinkingBudget":-1`...)
+	}
+	b = append(b, `,"includeThoughts":`...)
+	b = strconv.AppendBool(b, !r.Hide)
+	return append(b, '}')
+}
+
+// thinkingLevel maps an effort onto Gemini's levels (MINIMAL, LOW, MEDIUM,
+// HIGH): xhigh and max are its highest.
+func thinkingLevel(effort string) string {
+	switch effort {
+	case "minimal":
+		return "MINIMAL"
+	case "low":
+		return "LOW"
+	case "medium":
+		return "MEDIUM"
+	}
+	return "HIGH"
 }
 
 func appendFloat(b []byte, key string, f *float64) ([]byte, error) {

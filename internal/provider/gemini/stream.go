@@ -227,6 +227,11 @@ type decoder struct {
 	dec     wirejson.Decoder
 	c       chunk
 	started bool
+	// signed: the thinking block's signature went out (the first wins:
+	// several parts may carry one).
+	signed bool
+	// thought: a thought part arrived, so the answer has a thinking block.
+	thought bool
 	// finished: a finishReason or a prompt block arrived; the body may end.
 	finished bool
 	// calls counts the function calls so far: each one's ordinal.
@@ -274,9 +279,22 @@ func (s *decoder) block(blk []byte, last bool, q *[]canonical.Event) error {
 			*q = append(*q,
 				canonical.Event{Kind: canonical.EventToolCallStart, Index: ord, ID: callID(p.id, s.respID, ord), Name: p.name},
 				canonical.Event{Kind: canonical.EventToolCallDelta, Index: ord, Text: p.args})
-		case p.thought || p.text == "":
+		case p.thought:
+			// A thought summary: the answer's one thinking block.
+			s.thought = true
+			if p.text != "" {
+				*q = append(*q, canonical.Event{Kind: canonical.EventThinkingDelta, Index: 0, Text: p.text})
+			}
+		case p.text == "":
 		default:
 			*q = append(*q, canonical.Event{Kind: canonical.EventTextDelta, Text: p.text})
+		}
+		// The signature closes the thinking block. One on a function call
+		// with no thought before it belongs to the call, which the
+		// canonical form cannot carry: it is left out, as before.
+		if p.sig != "" && s.thought && !s.signed {
+			s.signed = true
+			*q = append(*q, canonical.Event{Kind: canonical.EventThinkingSignature, Index: 0, Text: p.sig, Family: canonical.FamilyGemini})
 		}
 	}
 	blocked := c.block != "" && !s.finished && (!c.hasCand || len(c.cand.parts) == 0 && c.cand.finish == finishNone)

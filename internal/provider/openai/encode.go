@@ -70,6 +70,13 @@ func encode(req *canonical.Request, model string, stream bool) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if r := req.Reasoning; r != nil {
+		if e := reasoningEffort(r); e != "" {
+			b = append(b, `,"reasoning_effort":"`...)
+			b = append(b, e...)
+			b = append(b, '"')
+		}
+	}
 	if stream {
 		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
 	}
@@ -229,4 +236,23 @@ func appendFloat(b []byte, key string, f *float64) ([]byte, error) {
 		return nil, errors.New(key + " is not a finite number")
 	}
 	return wirejson.AppendFloat(wirejson.Key(b, key), *f), nil
+}
+
+// reasoningEffort maps reasoning onto reasoning_effort: an effort as is, a
+// budget to the nearest level, off as "none"; adaptive without an effort
+// leaves the model's default.
+func reasoningEffort(r *canonical.Reasoning) string {
+	switch r.Mode {
+	case canonical.ReasoningOff:
+		return "none"
+	case canonical.ReasoningBudget:
+		switch {
+		case r.BudgetTokens <= 2048:
+			return "low"
+		case r.BudgetTokens <= 8192:
+			return "medium"
+		}
+		return "high"
+	}
+	return r.Effort
 }

@@ -31,6 +31,9 @@ func (*Adapter) Check(req *canonical.Request) error {
 	if req.TopK != nil {
 		return errors.New("Chat Completions has no top_k sampling")
 	}
+	if reason := provider.ForeignThinking(req, ""); reason != "" {
+		return errors.New(reason)
+	}
 	return nil
 }
 

@@ -22,6 +22,7 @@ type toolFrag struct {
 // order (an "error" after "choices", an "index" after "delta").
 type chunkState struct {
 	content, refusal, finish string
+	reasoning                string
 	tools                    []toolFrag
 	usage                    canonical.Usage
 	hasUsage                 bool
@@ -71,6 +72,9 @@ func (s *decoder) Decode(_, data []byte, q *provider.Queue) error {
 	if !s.started {
 		s.started = true
 		q.Push(canonical.Event{Kind: canonical.EventStart, ID: s.id, Name: s.model})
+	}
+	if c.reasoning != "" {
+		q.Push(canonical.Event{Kind: canonical.EventThinkingDelta, Index: 0, Text: c.reasoning})
 	}
 	if c.content != "" {
 		q.Push(canonical.Event{Kind: canonical.EventTextDelta, Text: c.content})
@@ -157,6 +161,10 @@ func (s *decoder) decodeChoice(c *chunkState) {
 					ch.content = d.Str()
 				case "refusal":
 					ch.refusal = d.Str()
+				case "reasoning_content", "reasoning":
+					// Compatible servers' visible reasoning (DeepSeek and
+					// vLLM name it reasoning_content, OpenRouter reasoning).
+					ch.reasoning = d.Str()
 				case "tool_calls":
 					d.Array(func() { ch.tools = append(ch.tools, readToolFrag(d)) })
 				}
@@ -164,7 +172,7 @@ func (s *decoder) decodeChoice(c *chunkState) {
 		}
 	})
 	if index == 0 {
-		c.content, c.refusal, c.finish = ch.content, ch.refusal, ch.finish
+		c.content, c.refusal, c.finish, c.reasoning = ch.content, ch.refusal, ch.finish, ch.reasoning
 		c.tools = append(c.tools, ch.tools...)
 	}
 }
