@@ -56,6 +56,14 @@ type Encoder interface {
 	Interrupt(dst []byte, e *failure.Public, deliveredTokens int) []byte
 }
 
+// StartUsage is implemented by encoders whose stream start reports usage
+// (Anthropic's message_start carries the input counts, and some clients
+// read them only there). The sink calls it before Start with what the
+// provider has reported by commit; fields not yet known are zero.
+type StartUsage interface {
+	StartUsage(u canonical.Usage)
+}
+
 // Counter is a dialect with a token-counting endpoint (Anthropic's
 // count_tokens, OpenAI's responses/input_tokens).
 type Counter interface {

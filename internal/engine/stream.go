@@ -246,6 +246,9 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 	commit := func() error {
 		res.Served = i
 		res.Committed = true
+		// What the provider reported so far (its input counts, usually),
+		// for dialects that show usage at the stream's start.
+		res.Usage, res.UsageReported = usage, reported
 		a.FirstToken = e.now().Sub(a.Start)
 		// The trail shown at commit includes this attempt as the winner.
 		res.Attempts = append(res.Attempts, a)

@@ -53,6 +53,15 @@ func newConformanceHarness(t testing.TB) *confHarness {
 			c.Routes = append(c.Routes, catalog.Route{Model: m.model, Pool: m.model})
 		}
 		c.Server.MaxBodyBytes = 256 << 10
+		// The faulty rungs fail on every request by design: their circuits
+		// must never open, or later requests would skip them and prove
+		// nothing (the harness clock never moves).
+		for i := range c.Deployments {
+			if d := &c.Deployments[i]; d.ID == "flaky" || d.ID == "broken" {
+				d.Health.FailureThreshold = 1 << 30
+				d.Health.MaxErrorRate = -1
+			}
+		}
 	},
 		rungSpec{"openai", "openai"}, rungSpec{"anthropic", "anthropic"}, rungSpec{"bedrock", "bedrock"},
 		rungSpec{"gemini", "gemini"}, rungSpec{"flaky", "openai"}, rungSpec{"broken", "openai"})

@@ -67,6 +67,9 @@ func (k *streamSink) Commit(res *engine.Result) error {
 	h.Set("Trailer", hdrCostUSD+", "+hdrCostStatus)
 	setRouteHeaders(h, k.c, res)
 	k.w.WriteHeader(http.StatusOK)
+	if su, ok := k.enc.(dialect.StartUsage); ok && res.UsageReported {
+		su.StartUsage(res.Usage)
+	}
 	*k.buf = k.enc.Start((*k.buf)[:0])
 	return k.write()
 }

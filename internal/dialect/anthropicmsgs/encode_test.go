@@ -201,7 +201,7 @@ func checkStreamShape(t *testing.T, tc *streamCase, out []byte) {
 		Index        *int
 		ContentBlock map[string]any `json:"content_block"`
 		Delta        map[string]any
-		Usage        map[string]int
+		Usage        map[string]any
 		Message      map[string]any
 		Error        map[string]any
 	}
@@ -345,9 +345,11 @@ func TestResponseGolden(t *testing.T) {
 			var v struct {
 				ID, Type, Role, Model string
 				Content               []json.RawMessage
-				StopReason            string  `json:"stop_reason"`
-				StopSequence          *string `json:"stop_sequence"`
-				Usage                 map[string]int
+				StopReason            string    `json:"stop_reason"`
+				StopSequence          *string   `json:"stop_sequence"`
+				StopDetails           *struct{} `json:"stop_details"`
+				Container             *struct{} `json:"container"`
+				Usage                 map[string]any
 			}
 			d := json.NewDecoder(bytes.NewReader(out))
 			d.DisallowUnknownFields()
@@ -364,8 +366,11 @@ func TestResponseGolden(t *testing.T) {
 				t.Fatalf("%d blocks, want %d: %s", len(v.Content), len(tc.blocks), out)
 			}
 			u := tc.resp.Usage
-			if v.Usage["input_tokens"] != u.InputTokens-u.CachedInputTokens-u.CacheWriteTokens || v.Usage["cache_read_input_tokens"] != u.CachedInputTokens ||
-				v.Usage["cache_creation_input_tokens"] != u.CacheWriteTokens || v.Usage["output_tokens"] != u.OutputTokens {
+			num := func(k string) int { f, _ := v.Usage[k].(float64); return int(f) }
+			details, _ := v.Usage["output_tokens_details"].(map[string]any)
+			thinking, _ := details["thinking_tokens"].(float64)
+			if num("input_tokens") != u.InputTokens-u.CachedInputTokens-u.CacheWriteTokens || num("cache_read_input_tokens") != u.CachedInputTokens ||
+				num("cache_creation_input_tokens") != u.CacheWriteTokens || num("output_tokens") != u.OutputTokens || int(thinking) != u.ReasoningTokens {
 				t.Errorf("usage %v for %+v", v.Usage, u)
 			}
 			if bytes.Contains(out, []byte("prov-")) {

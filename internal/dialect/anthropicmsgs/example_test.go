@@ -56,10 +56,10 @@ func ExampleDialect_NewEncoder() {
 	os.Stdout.Write(out)
 	// Output:
 	// event: message_start
-	// data: {"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}}
+	// data: {"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"container":null,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}}
 	//
 	// event: content_block_start
-	// data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+	// data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","citations":null}}
 	//
 	// event: content_block_delta
 	// data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}
@@ -68,7 +68,7 @@ func ExampleDialect_NewEncoder() {
 	// data: {"type":"content_block_stop","index":0}
 	//
 	// event: message_delta
-	// data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}
+	// data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null,"stop_details":null},"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}
 	//
 	// event: message_stop
 	// data: {"type":"message_stop"}

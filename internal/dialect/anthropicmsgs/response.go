@@ -49,6 +49,23 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 	dst = jsonw.AppendString(dst, m.Model)
 	dst = append(dst, `,"content":[`...)
 	n := 0
+	for _, p := range resp.Thinking {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		if p.Type == canonical.PartRedactedThinking {
+			dst = append(dst, `{"type":"redacted_thinking","data":`...)
+			dst = jsonw.AppendString(dst, dialect.EncodeSignature(p.Data, p.Family))
+			dst = append(dst, '}')
+			continue
+		}
+		dst = append(dst, `{"type":"thinking","thinking":`...)
+		dst = jsonw.AppendString(dst, p.Text)
+		dst = append(dst, `,"signature":`...)
+		dst = jsonw.AppendString(dst, dialect.EncodeSignature(p.Signature, p.Family))
+		dst = append(dst, '}')
+	}
 	for _, text := range [2]string{resp.Text, resp.Refusal} {
 		if text == "" {
 			continue
@@ -59,7 +76,7 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 		n++
 		dst = append(dst, `{"type":"text","text":`...)
 		dst = jsonw.AppendString(dst, text)
-		dst = append(dst, '}')
+		dst = append(dst, `,"citations":null}`...)
 	}
 	for _, tc := range resp.ToolCalls {
 		if n > 0 {
@@ -72,7 +89,7 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 		dst = jsonw.AppendString(dst, tc.Name)
 		dst = append(dst, `,"input":`...)
 		dst = appendInput(dst, tc.Arguments)
-		dst = append(dst, '}')
+		dst = append(dst, `,"caller":{"type":"direct"}}`...)
 	}
 	stop := stopReason(resp.Stop)
 	if resp.Refusal != "" {
@@ -82,7 +99,8 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 	dst = append(dst, stop...)
 	dst = append(dst, `","stop_sequence":`...)
 	dst = appendStopSequence(dst, resp.Stop, resp.StopSequence)
-	dst = append(dst, `,"usage":`...)
+	// Members the 2026-10-21 SDKs type as always present.
+	dst = append(dst, `,"stop_details":null,"container":null,"usage":`...)
 	dst = appendUsage(dst, resp.Usage)
 	return append(dst, '}')
 }
@@ -121,6 +139,12 @@ func appendUsage(dst []byte, u canonical.Usage) []byte {
 	dst = jsonw.AppendInt(dst, int64(u.CachedInputTokens))
 	dst = append(dst, `,"output_tokens":`...)
 	dst = jsonw.AppendInt(dst, int64(u.OutputTokens))
+	if u.ReasoningTokens > 0 {
+		// output_tokens includes them, as Anthropic counts.
+		dst = append(dst, `,"output_tokens_details":{"thinking_tokens":`...)
+		dst = jsonw.AppendInt(dst, int64(u.ReasoningTokens))
+		dst = append(dst, '}')
+	}
 	return append(dst, '}')
 }
 

@@ -13,6 +13,7 @@ const (
 	blockNone = iota
 	blockText
 	blockTool
+	blockThinking
 )
 
 // encoder writes one Messages event stream: message_start, then per
@@ -30,6 +31,17 @@ type encoder struct {
 	toolBuf [8]int
 	// refused: a refusal was streamed, so the answer ends as a refusal.
 	refused bool
+	// thinkAt is the canonical index of the open thinking block.
+	thinkAt int
+	// start is the usage message_start reports: the input counts, when the
+	// provider reported them before commit.
+	start canonical.Usage
+}
+
+// StartUsage sets the input counts message_start reports.
+func (e *encoder) StartUsage(u canonical.Usage) {
+	u.OutputTokens, u.ReasoningTokens = 0, 0
+	e.start = u
 }
 
 // NewEncoder starts encoding one streamed answer.
@@ -39,16 +51,18 @@ func (*Dialect) NewEncoder(m dialect.Meta, _ *canonical.Request) dialect.Encoder
 	return e
 }
 
-// Start writes message_start. It is written at commit, before the provider
-// has reported usage, so its usage counts are zeros; message_delta carries
-// the real (cumulative) counts, which the SDKs take over.
+// Start writes message_start. It is written at commit: its input counts
+// are what the provider reported by then (Anthropic and Bedrock report them
+// first; OpenAI-compatible providers only at the end, so zeros), and its
+// output count zero. message_delta carries the final cumulative counts,
+// which the SDKs take over.
 func (e *encoder) Start(dst []byte) []byte {
 	dst = append(dst, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
 	dst = jsonw.AppendString(dst, e.m.ID)
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
 	dst = jsonw.AppendString(dst, e.m.Model)
-	dst = append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
-	dst = appendUsage(dst, canonical.Usage{})
+	dst = append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"container":null,"usage":`...)
+	dst = appendUsage(dst, e.start)
 	return append(dst, "}}\n\n"...)
 }
 
@@ -68,11 +82,37 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		if e.open != blockText {
 			dst = e.closeBlock(dst)
 			dst = e.startBlock(dst, blockText)
-			dst = append(dst, `{"type":"text","text":""}}`+"\n\n"...)
+			dst = append(dst, `{"type":"text","text":"","citations":null}}`+"\n\n"...)
 		}
 		dst = e.deltaHead(dst, e.openAt)
 		dst = append(dst, `{"type":"text_delta","text":`...)
 		dst = jsonw.AppendString(dst, ev.Text)
+	case canonical.EventThinkingDelta, canonical.EventThinkingSignature:
+		if ev.Text == "" {
+			return dst
+		}
+		if e.open != blockThinking || e.thinkAt != ev.Index {
+			dst = e.closeBlock(dst)
+			dst = e.startBlock(dst, blockThinking)
+			e.thinkAt = ev.Index
+			dst = append(dst, `{"type":"thinking","thinking":"","signature":""}}`+"\n\n"...)
+		}
+		dst = e.deltaHead(dst, e.openAt)
+		if ev.Kind == canonical.EventThinkingDelta {
+			dst = append(dst, `{"type":"thinking_delta","thinking":`...)
+			dst = jsonw.AppendString(dst, ev.Text)
+		} else {
+			dst = append(dst, `{"type":"signature_delta","signature":`...)
+			dst = jsonw.AppendString(dst, dialect.EncodeSignature(ev.Text, ev.Family))
+		}
+	case canonical.EventRedactedThinking:
+		dst = e.closeBlock(dst)
+		dst = e.startBlock(dst, blockThinking)
+		e.thinkAt = -1
+		dst = append(dst, `{"type":"redacted_thinking","data":`...)
+		dst = jsonw.AppendString(dst, dialect.EncodeSignature(ev.Text, ev.Family))
+		dst = append(dst, "}}\n\n"...)
+		return e.closeBlock(dst)
 	case canonical.EventToolCallStart:
 		if ev.Index < 0 {
 			return dst
@@ -87,7 +127,7 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		dst = jsonw.AppendString(dst, ev.ID)
 		dst = append(dst, `,"name":`...)
 		dst = jsonw.AppendString(dst, ev.Name)
-		return append(dst, `,"input":{}}}`+"\n\n"...)
+		return append(dst, `,"input":{},"caller":{"type":"direct"}}}`+"\n\n"...)
 	case canonical.EventToolCallDelta:
 		if ev.Text == "" || ev.Index < 0 || ev.Index >= len(e.toolAt) || e.toolAt[ev.Index] < 0 {
 			return dst
@@ -142,7 +182,7 @@ func (e *encoder) Finish(dst []byte, stop canonical.StopReason, stopSequence str
 	dst = append(dst, reason...)
 	dst = append(dst, `","stop_sequence":`...)
 	dst = appendStopSequence(dst, stop, stopSequence)
-	dst = append(dst, `},"usage":`...)
+	dst = append(dst, `,"stop_details":null},"usage":`...)
 	dst = appendUsage(dst, u)
 	return append(dst, "}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
@@ -163,3 +203,8 @@ func (e *encoder) Interrupt(dst []byte, pe *failure.Public, deliveredTokens int)
 	dst = jsonw.AppendInt(dst, int64(deliveredTokens))
 	return append(dst, "}}\n\n"...)
 }
+
+var (
+	_ dialect.Encoder    = (*encoder)(nil)
+	_ dialect.StartUsage = (*encoder)(nil)
+)
