@@ -258,11 +258,11 @@ type payload struct {
 	toolInput string
 	// reasoning, signature, redacted: a reasoningContent delta.
 	reasoning, signature, redacted string
-	stop      canonical.StopReason
-	stopKind  stopKind
-	malformed string // the malformed_* stop reason, verbatim
-	usage     usage
-	hasUsage  bool
+	stop                           canonical.StopReason
+	stopKind                       stopKind
+	malformed                      string // the malformed_* stop reason, verbatim
+	usage                          usage
+	hasUsage                       bool
 }
 
 // event handles one event by its :event-type. Unknown events are skipped,

@@ -114,11 +114,11 @@ type part struct {
 	thought bool
 	// sig is the part's thoughtSignature, which Gemini needs back with the
 	// conversation to continue its reasoning.
-	sig     string
-	call    bool
-	id      string
-	name    string
-	args    string
+	sig  string
+	call bool
+	id   string
+	name string
+	args string
 }
 
 // readPart reads a Part. Thought parts (thought: true) are hidden
