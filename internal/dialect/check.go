@@ -123,3 +123,35 @@ func DecodeSignature(s string) (string, canonical.Family) {
 	}
 	return sig, canonical.Family(fam)
 }
+
+// redactedMark follows the family in a marked redacted block.
+const redactedMark = "/redacted"
+
+// MarkReasoning renders a reasoning block for a dialect whose one field
+// for it is opaque (Responses' encrypted_content): "spw:<family>:" then the
+// signature of a thinking block, "spw:<family>/redacted:" then the data of
+// a redacted one.
+func MarkReasoning(p canonical.Part) string {
+	if p.Type == canonical.PartRedactedThinking {
+		return signaturePrefix + string(p.Family) + redactedMark + ":" + p.Data
+	}
+	return signaturePrefix + string(p.Family) + ":" + p.Signature
+}
+
+// ReadReasoning reverses MarkReasoning, with text the block's visible
+// reasoning. ok is false for a value spillway did not mark: another
+// service's encrypted reasoning, which no rung can read.
+func ReadReasoning(s, text string) (canonical.Part, bool) {
+	rest, ok := strings.CutPrefix(s, signaturePrefix)
+	if !ok {
+		return canonical.Part{}, false
+	}
+	fam, payload, ok := strings.Cut(rest, ":")
+	if !ok || fam == "" {
+		return canonical.Part{}, false
+	}
+	if f, ok := strings.CutSuffix(fam, redactedMark); ok {
+		return canonical.Part{Type: canonical.PartRedactedThinking, Data: payload, Family: canonical.Family(f)}, true
+	}
+	return canonical.Part{Type: canonical.PartThinking, Text: text, Signature: payload, Family: canonical.Family(fam)}, true
+}

@@ -210,7 +210,7 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 			p = bad(l, "Invalid 'max_tool_calls': integer below minimum value. Expected a value >= 1, but got %d instead.", n)
 		}
 	case "reasoning":
-		p = decodeReasoning(s)
+		r.Reasoning, p = decodeReasoning(s)
 	case "top_logprobs":
 		l := field("top_logprobs")
 		if isNull, np := s.null(); isNull || np != nil {
@@ -325,30 +325,47 @@ func decodeInclude(s *scanner) *failure.Public {
 	return bad(l.At(0), "'%s' is not supported by spillway: including '%s' asks for data not available through every provider; send an empty 'include' or leave it out.", l.At(0), v)
 }
 
-// decodeReasoning type-checks the reasoning settings, which are ignored.
-func decodeReasoning(s *scanner) *failure.Public {
+// decodeReasoning reads the reasoning settings: effort ("none" turns
+// reasoning off) and summary, which asks to see the reasoning.
+func decodeReasoning(s *scanner) (*canonical.Reasoning, *failure.Public) {
 	l := field("reasoning")
 	if isNull, p := s.null(); isNull || p != nil {
-		return p
+		return nil, p
 	}
 	if p := s.object(l); p != nil {
-		return p
+		return nil, p
 	}
+	var r canonical.Reasoning
 	for first := true; ; first = false {
 		key, ok, p := s.NextKey(first)
-		if p != nil || !ok {
-			return p
+		if p != nil {
+			return nil, p
+		}
+		if !ok {
+			break
 		}
 		switch string(key) {
 		case "effort":
-			p = s.optEnum(l.F("effort"), "none", "minimal", "low", "medium", "high", "xhigh")
+			r.Effort, p = s.optEnumValue(l.F("effort"), "none", "minimal", "low", "medium", "high", "xhigh", "max")
 		case "summary", "generate_summary":
-			p = s.optEnum(l.F(string(key)), "auto", "concise", "detailed")
+			var v string
+			if v, p = s.optEnumValue(l.F(string(key)), "auto", "concise", "detailed"); v != "" {
+				r.Show = true
+			}
 		default:
 			p = unrecognized(l.F(string(key)))
 		}
 		if p != nil {
-			return p
+			return nil, p
 		}
 	}
+	switch {
+	case r.Effort == "none":
+		r.Effort, r.Mode = "", canonical.ReasoningOff
+	case r.Effort != "":
+		r.Mode = canonical.ReasoningAdaptive
+	case !r.Show:
+		return nil, nil // nothing asked
+	}
+	return &r, nil
 }

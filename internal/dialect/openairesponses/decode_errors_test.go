@@ -105,7 +105,7 @@ var decodeErrorCases = []struct {
 	{"parallel_tool_calls string", withField(`"parallel_tool_calls":"yes"`), "parallel_tool_calls", "expected a boolean"},
 	{"instructions number", withField(`"instructions":1`), "instructions", "expected a string"},
 	{"max_tool_calls zero", withField(`"max_tool_calls":0`), "max_tool_calls", ">= 1"},
-	{"reasoning effort", withField(`"reasoning":{"effort":"max"}`), "reasoning.effort", "Supported values are"},
+	{"reasoning effort", withField(`"reasoning":{"effort":"extreme"}`), "reasoning.effort", "Supported values are"},
 	{"reasoning unknown", withField(`"reasoning":{"budget":1}`), "reasoning.budget", "Unrecognized parameter"},
 	{"reasoning string", withField(`"reasoning":"high"`), "reasoning", "expected an object"},
 

@@ -45,8 +45,36 @@ var decodeCases = []struct {
 		name: "harmless parameters are accepted and ignored",
 		body: withField(`"store":false,"background":false,"include":[],"user":"u1","safety_identifier":"h","metadata":{"a":"b"},` +
 			`"service_tier":"auto","prompt_cache_key":"k","prompt_cache_retention":"24h","truncation":"disabled","max_tool_calls":3,` +
-			`"reasoning":{"effort":"high","summary":"auto"},"top_logprobs":0,"previous_response_id":null,"text":{"verbosity":"low"}`),
+			`"top_logprobs":0,"previous_response_id":null,"text":{"verbosity":"low"}`),
 		want: canonical.Request{Model: "m", Messages: []canonical.Message{userText("hi")}},
+	},
+	{
+		name: "reasoning at an effort, with its summary shown",
+		body: withField(`"reasoning":{"effort":"high","summary":"auto"}`),
+		want: canonical.Request{Model: "m", Messages: []canonical.Message{userText("hi")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "high", Show: true}},
+	},
+	{
+		name: "reasoning effort none turns it off",
+		body: withField(`"reasoning":{"effort":"none"}`),
+		want: canonical.Request{Model: "m", Messages: []canonical.Message{userText("hi")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningOff}},
+	},
+	{
+		name: "reasoning items spillway handed out join the assistant turn after them; others are dropped",
+		body: withInput(`{"role":"user","content":"Hi"},` +
+			`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Think"},{"type":"summary_text","text":"ing."}],"encrypted_content":"spw:claude:c2ln"},` +
+			`{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"spw:claude/redacted:ZW5j"},` +
+			`{"type":"reasoning","id":"rs_3","summary":[],"encrypted_content":"gAAAAB-from-elsewhere"},` +
+			`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello."}]},` +
+			`{"role":"user","content":"Again"}`),
+		want: canonical.Request{Model: "m", Messages: []canonical.Message{
+			userText("Hi"),
+			{Role: canonical.RoleAssistant, Content: []canonical.Part{
+				{Type: canonical.PartThinking, Text: "Thinking.", Signature: "c2ln", Family: canonical.FamilyClaude},
+				{Type: canonical.PartRedactedThinking, Data: "ZW5j", Family: canonical.FamilyClaude},
+				canonical.TextPart("Hello.")}},
+			userText("Again")}},
 	},
 	{
 		name: "sampling, limits and streaming",

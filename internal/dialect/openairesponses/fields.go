@@ -164,19 +164,25 @@ func (s *scanner) optArray(l loc) *failure.Public {
 
 // enum reads a string that must be one of values (null is absent).
 func (s *scanner) optEnum(l loc, values ...string) *failure.Public {
+	_, p := s.optEnumValue(l, values...)
+	return p
+}
+
+// optEnumValue is optEnum returning the value read ("" for null).
+func (s *scanner) optEnumValue(l loc, values ...string) (string, *failure.Public) {
 	if isNull, p := s.null(); isNull || p != nil {
-		return p
+		return "", p
 	}
 	v, p := s.strRaw(l)
 	if p != nil {
-		return p
+		return "", p
 	}
 	for _, want := range values {
 		if string(v) == want {
-			return nil
+			return want, nil
 		}
 	}
-	return bad(l, "Invalid value for '%s': '%s'. Supported values are: %s.", l, v, quoteList(values))
+	return "", bad(l, "Invalid value for '%s': '%s'. Supported values are: %s.", l, v, quoteList(values))
 }
 
 // quoteList renders 'a', 'b' and 'c'.

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -65,6 +66,10 @@ type inputItem struct {
 	callID  string
 	name    string
 	args    string
+	// summary and encrypted: a reasoning item's summary text (joined) and
+	// encrypted_content.
+	summary   string
+	encrypted string
 }
 
 // pendingCall is a function call of the current assistant turn awaiting
@@ -77,7 +82,10 @@ type pendingCall struct {
 
 // conversation builds canonical messages from input items.
 type conversation struct {
-	out    []canonical.Message
+	// thinking holds reasoning items waiting for the assistant turn they
+	// precede.
+	thinking []canonical.Part
+	out      []canonical.Message
 	system strings.Builder
 	calls  []pendingCall
 	// extend is true while the last message is an assistant turn that
@@ -88,9 +96,10 @@ type conversation struct {
 
 // decodeInput reads input: a string (one user message) or an array of
 // items. System and developer messages are lifted into the returned system
-// text, in order. reasoning items are dropped: they hold one provider's
-// hidden (often encrypted) reasoning, which no other rung can read, and the
-// visible conversation is complete without them; spillway never emits them.
+// text, in order. reasoning items spillway handed out join the assistant
+// turn after them; others are dropped: they hold another service's
+// encrypted reasoning, which no rung can read, and the visible
+// conversation is complete without them.
 func decodeInput(s *scanner) (system string, _ []canonical.Message, _ *failure.Public) {
 	l := field("input")
 	switch s.Peek() {
@@ -180,13 +189,10 @@ func (it *inputItem) read(s *scanner, il loc) *failure.Public {
 			it.args, p = s.str(il.F("arguments"))
 		case "summary":
 			it.seen |= mSummary
-			if s.Peek() != '[' {
-				return s.typeErr(il.F("summary"), "an array")
-			}
-			p = s.Skip()
+			it.summary, p = s.summary(il.F("summary"))
 		case "encrypted_content":
 			it.seen |= mEncrypted
-			_, _, p = s.optStr(il.F("encrypted_content"))
+			it.encrypted, _, p = s.optStr(il.F("encrypted_content"))
 		case "parsed_arguments":
 			// The SDK helpers' parse of arguments, echoed with the output.
 			it.seen |= mParsedArgs
@@ -255,7 +261,22 @@ func (c *conversation) add(it *inputItem, il loc, n int) *failure.Public {
 		if it.seen&mSummary == 0 {
 			return missing(il.F("summary"))
 		}
-		return nil // dropped, see decodeInput
+		// Reasoning spillway handed out goes back, unchanged, to the
+		// provider family that signed it, with the assistant turn that
+		// follows; anything else is another service's reasoning, which no
+		// rung can read: dropped, see decodeInput.
+		part, ok := dialect.ReadReasoning(it.encrypted, it.summary)
+		switch {
+		case !ok:
+		case c.extend:
+			// Inside an assistant turn (after its message item): it
+			// belongs to that turn, before its text.
+			last := &c.out[len(c.out)-1]
+			last.Content = append([]canonical.Part{part}, last.Content...)
+		default:
+			c.thinking = append(c.thinking, part)
+		}
+		return nil
 	case "item_reference":
 		return bad(tl, "Invalid value for '%s': 'item_reference'. %s, not references to stored items.", tl, stateless)
 	case "":
@@ -298,6 +319,9 @@ func (c *conversation) message(it *inputItem, il loc) *failure.Public {
 	r := canonical.RoleUser
 	if role == "assistant" {
 		r = canonical.RoleAssistant
+		parts = c.takeThinking(parts)
+	} else {
+		c.thinking = c.thinking[:0] // reasoning no assistant turn followed
 	}
 	c.out = append(c.out, canonical.Message{Role: r, Content: parts})
 	c.extend = r == canonical.RoleAssistant
@@ -338,7 +362,7 @@ func (c *conversation) call(it *inputItem, il loc, n int) *failure.Public {
 		last := &c.out[len(c.out)-1]
 		last.ToolCalls = append(last.ToolCalls, tc)
 	} else {
-		c.out = append(c.out, canonical.Message{Role: canonical.RoleAssistant, ToolCalls: []canonical.ToolCall{tc}})
+		c.out = append(c.out, canonical.Message{Role: canonical.RoleAssistant, Content: c.takeThinking(nil), ToolCalls: []canonical.ToolCall{tc}})
 		c.extend = true
 	}
 	c.calls = append(c.calls, pendingCall{id: it.callID, name: it.name, at: n})
@@ -378,6 +402,16 @@ func (c *conversation) callOutput(it *inputItem, il loc) *failure.Public {
 	return nil
 }
 
+// takeThinking puts the pending reasoning before parts.
+func (c *conversation) takeThinking(parts []canonical.Part) []canonical.Part {
+	if len(c.thinking) == 0 {
+		return parts
+	}
+	out := append(append(make([]canonical.Part, 0, len(c.thinking)+len(parts)), c.thinking...), parts...)
+	c.thinking = c.thinking[:0]
+	return out
+}
+
 // closeCalls ends the current tool turn: every call must have its output,
 // as OpenAI and the other providers require.
 func (c *conversation) closeCalls() *failure.Public {
@@ -389,4 +423,49 @@ func (c *conversation) closeCalls() *failure.Public {
 	}
 	c.calls = c.calls[:0]
 	return nil
+}
+
+// summary reads a reasoning item's summary: summary_text parts, whose
+// texts are joined.
+func (s *scanner) summary(l loc) (string, *failure.Public) {
+	if s.Peek() != '[' {
+		return "", s.typeErr(l, "an array")
+	}
+	s.Open()
+	var b strings.Builder
+	for i := 0; ; i++ {
+		ok, p := s.NextElem(i == 0)
+		if p != nil || !ok {
+			return b.String(), p
+		}
+		pl := l.At(i)
+		if p := s.object(pl); p != nil {
+			return "", p
+		}
+		for first := true; ; first = false {
+			key, ok, p := s.NextKey(first)
+			if p != nil {
+				return "", p
+			}
+			if !ok {
+				break
+			}
+			switch string(key) {
+			case "text":
+				t, p := s.str(pl.F("text"))
+				if p != nil {
+					return "", p
+				}
+				b.WriteString(t)
+			case "type":
+				if p := s.optEnum(pl.F("type"), "summary_text"); p != nil {
+					return "", p
+				}
+			default:
+				if p := s.Skip(); p != nil {
+					return "", p
+				}
+			}
+		}
+	}
 }

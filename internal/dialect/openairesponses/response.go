@@ -225,6 +225,29 @@ func appendCallItemHead(dst []byte, base []byte, n int, status, callID, name str
 	return append(dst, `,"arguments":"`...)
 }
 
+// appendReasoningItem appends a reasoning item; summary is JSON-escaped
+// without quotes (none: an empty summary); the block's signature or data
+// is the encrypted_content.
+func appendReasoningItem(dst []byte, base []byte, n int, status string, summary []byte, block *canonical.Part) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = appendItemID(dst, "rs_", base, n)
+	dst = append(dst, `,"type":"reasoning","status":"`...)
+	dst = append(dst, status...)
+	dst = append(dst, `","summary":[`...)
+	if len(summary) > 0 {
+		dst = append(dst, `{"type":"summary_text","text":"`...)
+		dst = append(dst, summary...)
+		dst = append(dst, `"}`...)
+	}
+	dst = append(dst, `],"encrypted_content":`...)
+	if block.Signature == "" && block.Data == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = jsonw.AppendString(dst, dialect.MarkReasoning(*block))
+	}
+	return append(dst, '}')
+}
+
 // appendEscaped appends s JSON-escaped without its quotes.
 func appendEscaped(dst []byte, s string) []byte {
 	start := len(dst)
@@ -249,7 +272,18 @@ func (d *Dialect) AppendResponse(dst []byte, m dialect.Meta, req *canonical.Requ
 	dst = appendState(dst, status, completedAt, "", reason)
 	dst = appendMid(dst, m, req)
 	n := 0
+	for k := range resp.Thinking {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		p := &resp.Thinking[k]
+		dst = appendReasoningItem(dst, base, n, statusCompleted, appendEscaped(nil, p.Text), p)
+		n++
+	}
 	if resp.Text != "" || resp.Refusal != "" {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
 		dst = appendMessageOpen(dst, base, n, status)
 		if resp.Text != "" {
 			dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)

@@ -23,7 +23,14 @@ type outPart struct {
 // outItem is one output item of a streamed answer.
 type outItem struct {
 	call bool
-	open bool
+	// reasoning items carry one thinking block: its summary text so far
+	// (JSON-escaped, without quotes) and, once known, its signature.
+	reasoning   bool
+	thinkIndex  int
+	summary     []byte
+	summaryOpen bool
+	block       canonical.Part
+	open        bool
 	out  int // output_index
 	// refStart:refEnd is the item's rendered ref in encoder.refs.
 	refStart, refEnd int
@@ -122,9 +129,12 @@ func (e *encoder) ref(dst []byte, it *outItem) []byte {
 	if it.refEnd == 0 {
 		start := len(e.refs)
 		e.refs = append(e.refs, `,"item_id":`...)
-		if it.call {
+		switch {
+		case it.call:
 			e.refs = appendItemID(e.refs, "fc_", e.base, it.out)
-		} else {
+		case it.reasoning:
+			e.refs = appendItemID(e.refs, "rs_", e.base, it.out)
+		default:
 			e.refs = appendItemID(e.refs, "msg_", e.base, it.out)
 		}
 		e.refs = append(e.refs, `,"output_index":`...)
@@ -169,6 +179,9 @@ func (e *encoder) appendItem(dst []byte, it *outItem) []byte {
 	if it.call {
 		return appendCallItem(dst, e.base, it.out, status, it.callID, it.name, it.args)
 	}
+	if it.reasoning {
+		return appendReasoningItem(dst, e.base, it.out, status, it.summary, &it.block)
+	}
 	dst = appendMessageOpen(dst, e.base, it.out, status)
 	for k := range it.parts {
 		if k > 0 {
@@ -204,12 +217,16 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		return dst
 	}
 	switch ev.Kind {
+	case canonical.EventThinkingDelta, canonical.EventThinkingSignature, canonical.EventRedactedThinking:
+		return e.reasoningEvent(dst, ev)
 	case canonical.EventTextDelta, canonical.EventRefusalDelta:
 		if ev.Text == "" {
 			return dst
 		}
+		dst = e.closeReasoning(dst)
 		return e.contentDelta(dst, ev.Kind == canonical.EventRefusalDelta, ev.Text)
 	case canonical.EventToolCallStart:
+		dst = e.closeReasoning(dst)
 		if e.msg >= 0 {
 			dst = e.closeItem(dst, e.msg, statusCompleted)
 		}
@@ -242,6 +259,70 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		it.args = append(it.args, dst[at:]...)
 		dst = append(dst, '"')
 		return e.end(dst)
+	}
+	return dst
+}
+
+// reasoningEvent writes a thinking event as a reasoning item: its summary
+// text streams as reasoning_summary_text deltas; its signature (or a
+// redacted block's data) becomes the item's encrypted_content, marked so
+// that spillway can send it back to the provider family that made it.
+func (e *encoder) reasoningEvent(dst []byte, ev *canonical.Event) []byte {
+	if ev.Text == "" {
+		return dst
+	}
+	var it *outItem
+	for i := range e.items {
+		if c := &e.items[i]; c.reasoning && c.open && c.thinkIndex == ev.Index && ev.Kind != canonical.EventRedactedThinking {
+			it = c
+		}
+	}
+	if it == nil {
+		dst = e.closeReasoning(dst)
+		if e.msg >= 0 {
+			dst = e.closeItem(dst, e.msg, statusCompleted)
+		}
+		e.items = append(e.items, outItem{reasoning: true, open: true, out: len(e.items), thinkIndex: ev.Index,
+			block: canonical.Part{Type: canonical.PartThinking}})
+		it = &e.items[len(e.items)-1]
+		dst = begin(dst, "response.output_item.added")
+		dst = append(dst, `,"output_index":`...)
+		dst = jsonw.AppendInt(dst, int64(it.out))
+		dst = append(dst, `,"item":`...)
+		dst = appendReasoningItem(dst, e.base, it.out, statusInProgress, nil, &it.block)
+		dst = e.end(dst)
+	}
+	switch ev.Kind {
+	case canonical.EventThinkingSignature:
+		it.block.Signature, it.block.Family = ev.Text, ev.Family
+		return dst
+	case canonical.EventRedactedThinking:
+		it.block = canonical.Part{Type: canonical.PartRedactedThinking, Data: ev.Text, Family: ev.Family}
+		return e.closeItem(dst, len(e.items)-1, statusCompleted)
+	}
+	if !it.summaryOpen {
+		it.summaryOpen = true
+		dst = begin(dst, "response.reasoning_summary_part.added")
+		dst = e.ref(dst, it)
+		dst = append(dst, `,"summary_index":0,"part":{"type":"summary_text","text":""}`...)
+		dst = e.end(dst)
+	}
+	dst = begin(dst, "response.reasoning_summary_text.delta")
+	dst = e.ref(dst, it)
+	dst = append(dst, `,"summary_index":0,"delta":"`...)
+	at := len(dst)
+	dst = appendEscaped(dst, ev.Text)
+	it.summary = append(it.summary, dst[at:]...)
+	dst = append(dst, '"')
+	return e.end(dst)
+}
+
+// closeReasoning closes the open reasoning items: the answer moved on.
+func (e *encoder) closeReasoning(dst []byte) []byte {
+	for i := range e.items {
+		if it := &e.items[i]; it.reasoning && it.open {
+			dst = e.closeItem(dst, i, statusCompleted)
+		}
 	}
 	return dst
 }
@@ -341,6 +422,21 @@ func (e *encoder) closePart(dst []byte, it *outItem, c int) []byte {
 // closeItem writes an item's remaining .done events and output_item.done.
 func (e *encoder) closeItem(dst []byte, i int, status string) []byte {
 	it := &e.items[i]
+	if it.reasoning && it.summaryOpen {
+		it.summaryOpen = false
+		dst = begin(dst, "response.reasoning_summary_text.done")
+		dst = e.ref(dst, it)
+		dst = append(dst, `,"summary_index":0,"text":"`...)
+		dst = append(dst, it.summary...)
+		dst = append(dst, `"`...)
+		dst = e.end(dst)
+		dst = begin(dst, "response.reasoning_summary_part.done")
+		dst = e.ref(dst, it)
+		dst = append(dst, `,"summary_index":0,"part":{"type":"summary_text","text":"`...)
+		dst = append(dst, it.summary...)
+		dst = append(dst, `"}`...)
+		dst = e.end(dst)
+	}
 	if it.call {
 		dst = begin(dst, "response.function_call_arguments.done")
 		dst = e.ref(dst, it)
@@ -354,7 +450,7 @@ func (e *encoder) closeItem(dst []byte, i int, status string) []byte {
 		}
 		dst = append(dst, '"')
 		dst = e.end(dst)
-	} else {
+	} else if !it.reasoning {
 		if n := len(it.parts); n > 0 && it.parts[n-1].open {
 			dst = e.closePart(dst, it, n-1)
 		}
