@@ -86,8 +86,8 @@ type conversation struct {
 	// precede.
 	thinking []canonical.Part
 	out      []canonical.Message
-	system strings.Builder
-	calls  []pendingCall
+	system   strings.Builder
+	calls    []pendingCall
 	// extend is true while the last message is an assistant turn that
 	// following function_call items join (Responses splits one turn into a
 	// message item and function_call items).

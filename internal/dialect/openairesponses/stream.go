@@ -31,7 +31,7 @@ type outItem struct {
 	summaryOpen bool
 	block       canonical.Part
 	open        bool
-	out  int // output_index
+	out         int // output_index
 	// refStart:refEnd is the item's rendered ref in encoder.refs.
 	refStart, refEnd int
 	status           string // set when closed
