@@ -29,6 +29,8 @@ const (
 	// EventRedactedThinking: Text is one redacted (encrypted) reasoning
 	// block, whole; Family as for a signature.
 	EventRedactedThinking
+	// EventEmbedding: Vector is the embedding of the input at Index.
+	EventEmbedding
 	// EventUsage: Usage holds the cumulative counts so far; the last wins.
 	EventUsage
 	// EventStop: the answer ended with Stop (and StopSequence). The provider's
@@ -37,7 +39,7 @@ const (
 )
 
 var kindNames = [...]string{"", "start", "text_delta", "tool_call_start", "tool_call_delta", "refusal_delta",
-	"thinking_delta", "thinking_signature", "redacted_thinking", "usage", "stop"}
+	"thinking_delta", "thinking_signature", "redacted_thinking", "embedding", "usage", "stop"}
 
 func (k EventKind) String() string {
 	if int(k) < len(kindNames) {
@@ -49,7 +51,7 @@ func (k EventKind) String() string {
 // Semantic reports whether the event is content the caller can see. The
 // first semantic event commits a stream to its rung.
 func (k EventKind) Semantic() bool {
-	return k >= EventTextDelta && k <= EventRedactedThinking
+	return k >= EventTextDelta && k <= EventEmbedding
 }
 
 // Thinking reports whether the event belongs to a reasoning block.
@@ -70,6 +72,8 @@ type Event struct {
 	Name string
 	// Family is set on EventThinkingSignature and EventRedactedThinking.
 	Family Family
+	// Vector is set on EventEmbedding.
+	Vector []float32
 	// Usage is set on EventUsage.
 	Usage Usage
 	// Stop and StopSequence are set on EventStop.
@@ -141,9 +145,11 @@ type Response struct {
 	// StopSequence is the matched stop sequence when Stop is StopSequence.
 	StopSequence string
 	Usage        Usage
+	// Embeddings are an embeddings request's vectors, one per input.
+	Embeddings [][]float32
 }
 
 // Empty reports whether the answer has no content at all.
 func (r *Response) Empty() bool {
-	return r.Text == "" && r.Refusal == "" && len(r.ToolCalls) == 0
+	return r.Text == "" && r.Refusal == "" && len(r.ToolCalls) == 0 && len(r.Embeddings) == 0
 }

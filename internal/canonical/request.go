@@ -170,6 +170,22 @@ type Reasoning struct {
 	Show, Hide bool
 }
 
+// EmbedInput is what an embeddings request embeds: Texts, or Tokens
+// (token ids in the model's own tokenizer, which only a rung of that
+// tokenizer's provider can take), never both.
+type EmbedInput struct {
+	Texts  []string
+	Tokens [][]int
+	// Dimensions asks for vectors of that length; 0: the model's default.
+	Dimensions int
+	// Base64 asks for the vectors as base64 little-endian float32, as
+	// OpenAI's encoding_format "base64".
+	Base64 bool
+}
+
+// Len is the number of inputs.
+func (e *EmbedInput) Len() int { return len(e.Texts) + len(e.Tokens) }
+
 // ResponseFormat asks for structured output.
 type ResponseFormat struct {
 	Type   FormatType
@@ -202,6 +218,9 @@ type Request struct {
 	ResponseFormat *ResponseFormat
 	// Reasoning is nil when the caller asked nothing about thinking.
 	Reasoning *Reasoning
+	// Embed is set on an embeddings request, which has no messages: the
+	// texts (or token ids) to embed.
+	Embed *EmbedInput
 	// Stream is true when the caller asked for a streamed answer.
 	Stream bool
 	// IncludeUsage asks for usage in the stream even where the caller's
@@ -245,6 +264,14 @@ func (r *Request) InputBytes() int {
 	}
 	for _, t := range r.Tools {
 		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	if e := r.Embed; e != nil {
+		for _, t := range e.Texts {
+			n += len(t)
+		}
+		for _, t := range e.Tokens {
+			n += 4 * len(t) // a token is about four bytes of text
+		}
 	}
 	return n
 }

@@ -51,6 +51,9 @@ func (c *Config) ApplyDefaults() {
 		setDefault(&t.FirstByte, min(Duration(DefaultFirstByteTimeout), t.Total))
 		setDefault(&t.Idle, min(Duration(DefaultIdleEventTimeout), t.Total))
 	}
+	for i := range c.Pools {
+		setDefault(&c.Pools[i].Kind, PoolChat)
+	}
 }
 
 func setDefault[T comparable](p *T, def T) {

@@ -207,10 +207,23 @@ type Pool struct {
 	Deployments []string `yaml:"deployments"`
 	// Equivalence is required when the pool has more than one deployment.
 	Equivalence *Equivalence `yaml:"equivalence"`
+	// Kind is what the pool's model does: "chat" (the default: the
+	// generation endpoints) or "embeddings" (POST /v1/embeddings). A
+	// request to the wrong kind of model is refused.
+	Kind string `yaml:"kind"`
 
 	// Line is the line of the pool in its file (set by Load).
 	Line int `yaml:"-"`
 }
+
+// Pool kinds.
+const (
+	PoolChat       = "chat"
+	PoolEmbeddings = "embeddings"
+)
+
+// Embeddings reports whether the pool serves embeddings.
+func (p *Pool) Embeddings() bool { return p.Kind == PoolEmbeddings }
 
 // Equivalence is an operator's certification that a pool's deployments
 // serve the same exact model.

@@ -257,6 +257,11 @@ func (c *Config) validatePools(p *problems, deps map[string]int) map[string]int 
 		if len(pl.Deployments) == 0 {
 			p.add(f("deployments"), pl.Line, "required: list at least one deployment id")
 		}
+		switch pl.Kind {
+		case "", PoolChat, PoolEmbeddings:
+		default:
+			p.add(f("kind"), pl.Line, "%q is not a pool kind: use %q (the default) or %q", pl.Kind, PoolChat, PoolEmbeddings)
+		}
 		seen := map[string]int{}
 		for j, id := range pl.Deployments {
 			item := f("deployments") + "[" + strconv.Itoa(j) + "]"

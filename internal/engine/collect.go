@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
@@ -12,6 +13,10 @@ import (
 // far above any model's output ceiling (about 4 bytes a token), far below
 // what a hostile provider could make the gateway hold.
 const DefaultMaxAnswerBytes = 16 << 20
+
+// maxEmbeddings bounds the index of an embedding a provider may return;
+// requests carry far fewer inputs (the dialect caps them).
+const maxEmbeddings = 1 << 16
 
 // errAnswerTooLarge is the provider's fault: no model writes that much.
 var errAnswerTooLarge = errors.New("the provider's answer exceeded the gateway's answer size bound")
@@ -31,6 +36,8 @@ type collector struct {
 	thinking []canonical.Part
 	thinkBuf [][]byte
 	thinkAt  map[int]int
+	// vectors are the embeddings, by input index.
+	vectors [][]float32
 	// byIndex maps a tool call's stream index to its place in calls.
 	byIndex map[int]int
 }
@@ -54,7 +61,7 @@ func (c *collector) reset() {
 	c.refusal.Reset()
 	c.calls = c.calls[:0]
 	clear(c.byIndex)
-	c.thinking, c.thinkBuf = nil, nil
+	c.thinking, c.thinkBuf, c.vectors = nil, nil, nil
 	clear(c.thinkAt)
 }
 
@@ -75,7 +82,7 @@ func (c *collector) think(i int) int {
 // add takes one semantic event. It fails when the answer outgrows the
 // bound: the provider is then treated as broken.
 func (c *collector) add(ev *canonical.Event) *failure.Error {
-	c.size += len(ev.Text) + len(ev.ID) + len(ev.Name)
+	c.size += len(ev.Text) + len(ev.ID) + len(ev.Name) + 4*len(ev.Vector)
 	if c.size > c.limit {
 		return &failure.Error{Class: failure.ProviderUnavailable, Detail: errAnswerTooLarge.Error(), Err: errAnswerTooLarge}
 	}
@@ -100,6 +107,14 @@ func (c *collector) add(ev *canonical.Event) *failure.Error {
 	case canonical.EventThinkingSignature:
 		k := c.think(ev.Index)
 		c.thinking[k].Signature, c.thinking[k].Family = ev.Text, ev.Family
+	case canonical.EventEmbedding:
+		if ev.Index < 0 || ev.Index > maxEmbeddings {
+			return &failure.Error{Class: failure.ProviderUnavailable, Detail: "an embedding for an input that was never sent"}
+		}
+		for len(c.vectors) <= ev.Index {
+			c.vectors = append(c.vectors, nil)
+		}
+		c.vectors[ev.Index] = ev.Vector
 	case canonical.EventRedactedThinking:
 		k := c.think(ev.Index)
 		c.thinking[k] = canonical.Part{Type: canonical.PartRedactedThinking, Data: ev.Text, Family: ev.Family}
@@ -116,6 +131,7 @@ func (c *collector) response(stop canonical.StopReason, stopSeq string, u canoni
 		}
 	}
 	r.Thinking = c.thinking
+	r.Embeddings = c.vectors
 	if len(c.calls) > 0 {
 		r.ToolCalls = make([]canonical.ToolCall, len(c.calls))
 		for i := range c.calls {
@@ -123,4 +139,21 @@ func (c *collector) response(stop canonical.StopReason, stopSeq string, u canoni
 		}
 	}
 	return r
+}
+
+// check fails an answer that does not answer the request: an embeddings
+// answer must hold one vector per input.
+func (c *collector) check(req *canonical.Request) *failure.Error {
+	if req.Embed == nil {
+		return nil
+	}
+	n := req.Embed.Len()
+	bad := len(c.vectors) != n
+	for _, v := range c.vectors {
+		bad = bad || len(v) == 0
+	}
+	if bad {
+		return &failure.Error{Class: failure.ProviderUnavailable, Detail: "the provider returned " + strconv.Itoa(len(c.vectors)) + " embeddings for " + strconv.Itoa(n) + " inputs"}
+	}
+	return nil
 }

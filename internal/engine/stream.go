@@ -40,7 +40,8 @@ type Sink interface {
 func TokensOf(ev *canonical.Event) int {
 	switch {
 	case !ev.Kind.Semantic(), ev.Kind == canonical.EventToolCallStart && ev.Text == "",
-		ev.Kind == canonical.EventThinkingSignature, ev.Kind == canonical.EventRedactedThinking:
+		ev.Kind == canonical.EventThinkingSignature, ev.Kind == canonical.EventRedactedThinking,
+		ev.Kind == canonical.EventEmbedding:
 		// Signatures and redacted blocks are opaque: the provider's usage
 		// counts them, the gateway cannot.
 		return 0
@@ -263,6 +264,9 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		var err error
 		ev, err = st.Next()
 		if err == io.EOF && col != nil {
+			if fe := col.check(req); fe != nil {
+				return fail(fe)
+			}
 			res.Served, res.Committed = i, true
 			if a.FirstToken == 0 {
 				a.FirstToken = e.now().Sub(a.Start)

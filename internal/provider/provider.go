@@ -5,6 +5,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -128,3 +129,9 @@ func ForeignThinking(req *canonical.Request, family canonical.Family) string {
 	}
 	return ""
 }
+
+// Errors of an embeddings answer that does not fit its request.
+var (
+	ErrEmbeddingIndex = errors.New("an embedding's index is out of range or repeated")
+	ErrEmbeddingUsage = errors.New("the reported usage is negative or absurd")
+)

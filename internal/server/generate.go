@@ -107,6 +107,15 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: "the model " + strconv.Quote(req.Model) + " does not exist on this gateway; GET /v1/models lists the models"}, nil)
 		return
 	}
+	if rr.Pool.Embeddings() != (req.Embed != nil) {
+		what := "a chat model: call it through /v1/chat/completions, /v1/responses or /v1/messages"
+		if rr.Pool.Embeddings() {
+			what = "an embeddings model: call it through /v1/embeddings"
+		}
+		s.writeError(w, c, &failure.Public{Status: http.StatusBadRequest, Code: "wrong_model_kind", Param: "model",
+			Message: "the model " + strconv.Quote(req.Model) + " is " + what}, nil)
+		return
+	}
 	c.route = rr
 	c.meta = dialect.Meta{ID: h.d.IDPrefix() + c.id, Model: rr.Pool.Model, Created: c.start.Unix()}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/dialect/anthropicmsgs"
+	"github.com/spillway-gw/spillway/internal/dialect/openaiembed"
 	"github.com/spillway-gw/spillway/internal/dialect/openairesponses"
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/failure"
@@ -136,6 +137,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/chat/completions", openaiChat())
 	s.handle("POST /v1/responses", openaiResponses())
 	s.handle("POST /v1/messages", anthropicMessages())
+	s.handle("POST /v1/embeddings", openaiembed.New())
 	s.mux.Handle("POST /v1/messages/count_tokens", &countHandler{s: s, d: anthropicmsgs.New()})
 	s.mux.Handle("POST /v1/responses/input_tokens", &countHandler{s: s, d: openairesponses.New()})
 	s.routeStateless()

@@ -13,6 +13,9 @@ import (
 // unsupported names the first canonical feature Messages cannot express,
 // "" when req can be sent as is.
 func unsupported(req *canonical.Request) string {
+	if req.Embed != nil {
+		return "Anthropic has no embeddings API"
+	}
 	if f := req.ResponseFormat; f != nil && f.Type == canonical.FormatJSONObject {
 		// Messages has structured output for a schema only (output_config
 		// .format); dropping the format would silently change the answer.

@@ -50,6 +50,12 @@ const (
 // Check reports why req cannot be sent faithfully through Converse, so the
 // rung is skipped instead of a feature being dropped.
 func (*Adapter) Check(req *canonical.Request) error {
+	if req.Embed != nil {
+		if reason := embedCheck(req); reason != "" {
+			return errors.New(reason)
+		}
+		return nil
+	}
 	if reason := unsupported(req); reason != "" {
 		return errors.New(reason)
 	}
@@ -79,6 +85,9 @@ func (a *Adapter) Complete(ctx context.Context, t *provider.Target, req *canonic
 
 // Stream sends req through ConverseStream and returns once a 2xx arrived.
 func (a *Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
+	if req.Embed != nil {
+		return a.embed(ctx, t, req)
+	}
 	resp, err := a.send(ctx, t, req, true)
 	if err != nil {
 		return nil, err
@@ -101,7 +110,11 @@ func (a *Adapter) send(ctx context.Context, t *provider.Target, req *canonical.R
 	if err != nil {
 		return nil, provider.Unencodable("the request could not be encoded for this provider", err)
 	}
-	hreq, err := a.newRequest(ctx, t, body, stream)
+	op, accept := opConverse, "application/json"
+	if stream {
+		op, accept = opConverseStream, eventStreamType
+	}
+	hreq, err := a.newRequest(ctx, t, body, op, accept)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +131,7 @@ func (a *Adapter) send(ctx context.Context, t *provider.Target, req *canonical.R
 // newRequest builds the signed (or bearer-authenticated) POST. Converse has
 // no idempotency key (wire-formats.md §0), so t.IdempotencyKey is not sent:
 // it would mean nothing to Bedrock.
-func (a *Adapter) newRequest(ctx context.Context, t *provider.Target, body []byte, stream bool) (*http.Request, error) {
+func (a *Adapter) newRequest(ctx context.Context, t *provider.Target, body []byte, op, accept string) (*http.Request, error) {
 	misbound := func(detail string, err error) error {
 		return &failure.Error{Class: failure.ProviderBindingInvalid, NoResponse: true, Detail: detail, Err: err}
 	}
@@ -127,14 +140,10 @@ func (a *Adapter) newRequest(ctx context.Context, t *provider.Target, body []byt
 		// Only a malformed BaseURL gets here: the deployment is misbound.
 		return nil, misbound("cannot build the upstream request", err)
 	}
-	setPath(hreq, t.Model, stream)
+	setPath(hreq, t.Model, op)
 	h := hreq.Header
 	h.Set("Content-Type", "application/json")
-	if stream {
-		h.Set("Accept", eventStreamType)
-	} else {
-		h.Set("Accept", "application/json")
-	}
+	h.Set("Accept", accept)
 	if t.APIKey != "" {
 		h.Set("Authorization", "Bearer "+t.APIKey)
 		return hreq, nil
@@ -153,16 +162,19 @@ func (a *Adapter) newRequest(ctx context.Context, t *provider.Target, body []byt
 	return hreq, nil
 }
 
-// setPath appends /model/{modelId}/converse[-stream] to the base path. The
+// The operations spillway calls, as path suffixes.
+const (
+	opConverse       = "/converse"
+	opConverseStream = "/converse-stream"
+	opInvoke         = "/invoke"
+)
+
+// setPath appends /model/{modelId}/{op} to the base path. The
 // model id is a path label that the AWS SDK percent-encodes whole (':' and
 // '/' included, so an inference-profile ARN stays one segment); RawPath
 // keeps that encoding on the wire, where Path alone would send the ARN's '/'
 // as a separator.
-func setPath(r *http.Request, model string, stream bool) {
-	op := "/converse"
-	if stream {
-		op = "/converse-stream"
-	}
+func setPath(r *http.Request, model, op string) {
 	u := r.URL
 	base := u.EscapedPath()
 	if n := len(base); n > 0 && base[n-1] == '/' {

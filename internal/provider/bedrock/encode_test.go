@@ -291,7 +291,7 @@ func TestRequestPathJoinsBasePath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		setPath(r, tt.model, false)
+		setPath(r, tt.model, opConverse)
 		if got := r.URL.EscapedPath(); got != tt.want {
 			t.Errorf("base %q model %q: %s, want %s", tt.base, tt.model, got, tt.want)
 		}

@@ -40,6 +40,9 @@ const apiVersion = "v1beta"
 // Check reports why req cannot be sent faithfully to Gemini, so the rung is
 // skipped instead of a feature being dropped.
 func (*Adapter) Check(req *canonical.Request) error {
+	if req.Embed != nil && len(req.Embed.Tokens) > 0 {
+		return errors.New(errTokenIDs)
+	}
 	if reason := unsupported(req); reason != "" {
 		return errors.New(reason)
 	}
@@ -62,6 +65,12 @@ func (*Adapter) Complete(ctx context.Context, t *provider.Target, req *canonical
 // Stream sends req through streamGenerateContent?alt=sse and returns once a
 // 2xx arrived.
 func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
+	if req.Embed != nil {
+		if len(req.Embed.Tokens) > 0 {
+			return nil, provider.Unencodable(errTokenIDs, nil)
+		}
+		return embed(ctx, t, req)
+	}
 	resp, err := send(ctx, t, req, true)
 	if err != nil {
 		return nil, err
@@ -73,6 +82,10 @@ func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.R
 	}
 	return newStream(resp.Body), nil
 }
+
+// errTokenIDs refuses token-id input: ids of another tokenizer mean
+// nothing to Gemini.
+const errTokenIDs = "Gemini embeds text only, not token ids"
 
 // endpoint is the method's URL. A model id that already names a resource
 // ("tunedModels/x", "models/x") is used as is; a bare id goes under models/.

@@ -57,6 +57,9 @@ func (*Adapter) Complete(ctx context.Context, t *provider.Target, req *canonical
 
 // Stream sends req as a streaming request and returns once a 2xx arrived.
 func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
+	if req.Embed != nil {
+		return embed(ctx, t, req)
+	}
 	resp, err := send(ctx, t, req, true)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,76 @@
+package gemini
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/provider/wirejson"
+)
+
+// embed sends the texts through batchEmbedContents, one request per text
+// in one call. Gemini reports no token usage for embeddings: the gateway's
+// estimate is billed (the request's usage is then marked unreported).
+func embed(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
+	e := req.Embed
+	model := t.Model
+	if !strings.Contains(model, "/") {
+		model = "models/" + model
+	}
+	b := make([]byte, 0, 256+req.InputBytes()*9/8)
+	b = append(b, `{"requests":[`...)
+	for i, s := range e.Texts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"model":`...)
+		b = wirejson.AppendString(b, model)
+		b = append(b, `,"content":{"parts":[{"text":`...)
+		b = wirejson.AppendString(b, s)
+		b = append(b, `}]}`...)
+		if e.Dimensions > 0 {
+			b = append(b, `,"outputDimensionality":`...)
+			b = strconv.AppendInt(b, int64(e.Dimensions), 10)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, "]}"...)
+	url := t.BaseURL + "/" + apiVersion + "/" + model + ":batchEmbedContents"
+	resp, err := provider.Post(ctx, t, url, b, func(h http.Header) {
+		if t.APIKey != "" {
+			h.Set("X-Goog-Api-Key", t.APIKey)
+		}
+		h.Set("Accept", "application/json")
+	})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, provider.ErrorAnswer(resp, parseErrorBody)
+	}
+	body, err := provider.ReadBody(resp)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Embeddings []struct {
+			Values []float32 `json:"values"`
+		} `json:"embeddings"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, failure.Malformed("batchEmbedContents answer", err)
+	}
+	if len(out.Embeddings) > len(e.Texts) {
+		return nil, failure.Malformed("batchEmbedContents answer", provider.ErrEmbeddingIndex)
+	}
+	vectors := make([][]float32, len(out.Embeddings))
+	for i := range out.Embeddings {
+		vectors[i] = out.Embeddings[i].Values
+	}
+	return provider.Embedded(vectors, -1), nil
+}
