@@ -179,7 +179,7 @@ func TestCompatibilityMatrix(t *testing.T) {
 		}
 	}
 	checkTranscripts(t, transcripts)
-	doc := renderMatrix(results)
+	doc := renderMatrix(results) + renderSDKs(t)
 	path := filepath.Join("..", "..", "docs", "compatibility.md")
 	if *updateMatrix {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -97,6 +97,8 @@ func TestEchoedFieldTable(t *testing.T) {
 		{"chat", "parsed (chat.completions.parse)", chat(`{"role":"assistant","content":"{\"a\":1}","refusal":null,"annotations":[],"parsed":{"a":1}}`), "", "parsed"},
 		{"chat", "reasoning_content", chat(`{"role":"assistant","content":"hello","reasoning_content":"thought about it"}`), "", "thought about it"},
 		{"chat", "content null with tool_calls, parsed_arguments", chatCall(`{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}","parsed_arguments":null}}`), "", "parsed_arguments"},
+		{"chat", "content [] beside tool_calls (LangChain)", `{"model":"` + publicModel + `","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[],"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"sunny"}],` + chatTool + `}`, "", ""},
+		{"chat", "content [] on a user message", `{"model":"` + publicModel + `","messages":[{"role":"user","content":[]}]}`, "messages[0].content", ""},
 		{"chat", "annotations on a user message", `{"model":"` + publicModel + `","messages":[{"role":"user","content":"hi","annotations":[]}]}`, "messages[0].annotations", ""},
 		// OpenAI Responses: output items pushed back into input.
 		{"responses", "message item id, status, annotations, logprobs", resp(`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Sunny","annotations":[],"logprobs":[]}]},{"role":"user","content":"again"}`), "", "msg_1"},

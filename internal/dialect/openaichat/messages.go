@@ -22,6 +22,8 @@ type message struct {
 	hasToolCallID      bool
 	refusal            string
 	hasRefusal         bool
+	// emptyList: content was [] (an error unless tool calls stand beside it).
+	emptyList bool
 	// echoAt names the first response-only member an SDK echoes back with
 	// an assistant message (annotations, parsed, reasoning_content); they
 	// are accepted there and dropped.
@@ -203,6 +205,9 @@ func (m *message) decode(s *scanner, ml loc) *failure.Public {
 // check applies the rules of the message's role.
 func (m *message) check(ml loc) *failure.Public {
 	cl := ml.F("content")
+	if m.emptyList && (m.role != "assistant" || len(m.toolCalls) == 0) {
+		return bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
+	}
 	switch m.role {
 	case "":
 		return missing(ml.F("role"))
@@ -274,7 +279,9 @@ func (m *message) decodeContent(s *scanner, cl loc) *failure.Public {
 		}
 		if !ok {
 			if j == 0 {
-				return bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
+				// Judged by check: beside tool calls an empty list is no
+				// content (LangChain sends one), elsewhere an error.
+				m.hasContent, m.emptyList = false, true
 			}
 			return nil
 		}
