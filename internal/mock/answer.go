@@ -22,6 +22,8 @@ type request struct {
 	lastIsToolResult bool
 	noParallel       bool
 	includeUsage     bool // OpenAI stream_options.include_usage
+	// format is the structured output the request asks for; nil: text.
+	format *jsonFormat
 }
 
 // stopKind is why a mock answer ended, before a wire format names it.
@@ -107,6 +109,13 @@ func plan(name, modelOverride string, req *request, body []byte, sc *Script, ref
 		}
 		for i := range n {
 			a.calls = append(a.calls, toolCall{name: pickTool(req, sc, i), args: args, fragments: pieces(args)})
+		}
+	case req.format != nil:
+		// A JSON answer is sent whole: tokens= and stop sequences do not
+		// cut it; only the request's max tokens does.
+		a.text = pieces(req.format.text(schemaWord(name)))
+		if req.maxTokens >= 0 && req.maxTokens < len(a.text) {
+			a.text, a.stop = a.text[:req.maxTokens], stopLength
 		}
 	default:
 		n := defaultTokens

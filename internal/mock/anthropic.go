@@ -86,6 +86,16 @@ type anRequest struct {
 		Name                   string `json:"name"`
 		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 	} `json:"tool_choice"`
+	OutputConfig *struct {
+		Format *anOutputFormat `json:"format"`
+	} `json:"output_config"`
+	// OutputFormat is the deprecated spelling of output_config.format.
+	OutputFormat *anOutputFormat `json:"output_format"`
+}
+
+type anOutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 type anMessage struct {
@@ -159,6 +169,21 @@ func (an anthropicMessages) decode(c *call, body []byte) (*request, *apiError) {
 		}
 		req.noParallel = tc.DisableParallelToolUse
 	}
+	for _, f := range []struct {
+		field  string
+		format *anOutputFormat
+	}{{"output_format", in.OutputFormat}, {"output_config.format", outputConfigFormat(&in)}} {
+		// output_config.format, checked last, wins over output_format.
+		switch {
+		case f.format == nil:
+		case f.format.Type != "json_schema":
+			return bad("%s: Input tag '%s' found using 'type' does not match any of the expected tags: 'json_schema'", f.field, f.format.Type)
+		case len(f.format.Schema) == 0 || string(f.format.Schema) == "null":
+			return bad("%s.schema: Field required", f.field)
+		default:
+			req.format = &jsonFormat{schema: f.format.Schema}
+		}
+	}
 	last := msgs[len(msgs)-1]
 	if last.Role == "user" {
 		var blocks []struct {
@@ -171,6 +196,13 @@ func (an anthropicMessages) decode(c *call, body []byte) (*request, *apiError) {
 		}
 	}
 	return req, nil
+}
+
+func outputConfigFormat(in *anRequest) *anOutputFormat {
+	if in.OutputConfig == nil {
+		return nil
+	}
+	return in.OutputConfig.Format
 }
 
 // anTypes maps statuses to Anthropic error types and back (wire-formats.md

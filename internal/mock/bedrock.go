@@ -131,6 +131,17 @@ type brRequest struct {
 			} `json:"tool"`
 		} `json:"toolChoice"`
 	} `json:"toolConfig"`
+	OutputConfig *struct {
+		TextFormat *struct {
+			Type      *string `json:"type"`
+			Structure *struct {
+				JSONSchema *struct {
+					// Schema is the JSON Schema as a string of JSON.
+					Schema *string `json:"schema"`
+				} `json:"jsonSchema"`
+			} `json:"structure"`
+		} `json:"textFormat"`
+	} `json:"outputConfig"`
 }
 
 type brMessage struct {
@@ -211,6 +222,27 @@ func (b bedrockConverse) decode(_ *call, body []byte) (*request, *apiError) {
 		}
 	} else if toolBlocks {
 		return bad("The toolConfig field must be defined when using toolUse and toolResult content blocks.")
+	}
+	if oc := in.OutputConfig; oc != nil && oc.TextFormat != nil {
+		tf := oc.TextFormat
+		const at = "outputConfig.textFormat"
+		switch {
+		case tf.Type == nil:
+			return bad("1 validation error detected: Value null at '%s.type' failed to satisfy constraint: Member must not be null", at)
+		case *tf.Type != "json_schema":
+			return bad("1 validation error detected: Value '%s' at '%s.type' failed to satisfy constraint: Member must satisfy enum value set: [json_schema]", *tf.Type, at)
+		case tf.Structure == nil:
+			return bad("1 validation error detected: Value null at '%s.structure' failed to satisfy constraint: Member must not be null", at)
+		case tf.Structure.JSONSchema == nil:
+			return bad("The %s.structure union must set exactly one of its members.", at)
+		case tf.Structure.JSONSchema.Schema == nil:
+			return bad("1 validation error detected: Value null at '%s.structure.jsonSchema.schema' failed to satisfy constraint: Member must not be null", at)
+		}
+		schema := []byte(*tf.Structure.JSONSchema.Schema)
+		if !json.Valid(schema) {
+			return bad("The JSON schema at %s.structure.jsonSchema.schema is not valid JSON.", at)
+		}
+		req.format = &jsonFormat{schema: schema}
 	}
 	last := msgs[len(msgs)-1]
 	if last.Role == "user" {

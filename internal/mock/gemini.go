@@ -152,9 +152,12 @@ type gmRequest struct {
 		} `json:"functionCallingConfig"`
 	} `json:"toolConfig"`
 	GenerationConfig *struct {
-		MaxOutputTokens *int     `json:"maxOutputTokens"`
-		StopSequences   []string `json:"stopSequences"`
-		CandidateCount  *int     `json:"candidateCount"`
+		MaxOutputTokens    *int            `json:"maxOutputTokens"`
+		StopSequences      []string        `json:"stopSequences"`
+		CandidateCount     *int            `json:"candidateCount"`
+		ResponseMimeType   string          `json:"responseMimeType"`
+		ResponseSchema     json.RawMessage `json:"responseSchema"`
+		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
 	} `json:"generationConfig"`
 }
 
@@ -238,6 +241,7 @@ func (g geminiAPI) decode(_ *call, body []byte) (*request, *apiError) {
 			return bad("generation_config.candidate_count", "mock: candidateCount above 1 is not served")
 		}
 		req.stops = gc.StopSequences
+		req.format = gmFormat(gc.ResponseMimeType, gc.ResponseJSONSchema, gc.ResponseSchema)
 	}
 	for _, t := range in.Tools {
 		for _, f := range t.FunctionDeclarations {
@@ -266,6 +270,32 @@ func (g geminiAPI) decode(_ *call, body []byte) (*request, *apiError) {
 		}
 	}
 	return req, nil
+}
+
+// gmFormat is the structured output a generationConfig asks for:
+// application/json follows responseJsonSchema (JSON Schema), else
+// responseSchema (the OpenAPI subset, types in upper case), else any JSON
+// object; text/x.enum with a schema answers the bare enum value. Any other
+// mime type (or none) answers text, schema or not, as Gemini does.
+func gmFormat(mime string, jsonSchema, schema json.RawMessage) *jsonFormat {
+	given := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+	pick := schema
+	if given(jsonSchema) {
+		pick = jsonSchema
+	}
+	mime, _, _ = strings.Cut(mime, ";")
+	switch strings.ToLower(strings.TrimSpace(mime)) {
+	case "application/json":
+		if !given(pick) {
+			return &jsonFormat{free: true}
+		}
+		return &jsonFormat{schema: pick}
+	case "text/x.enum":
+		if given(pick) {
+			return &jsonFormat{schema: pick, enumText: true}
+		}
+	}
+	return nil
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

@@ -2,16 +2,41 @@
 // provider's real wire format (success and error bodies, headers, streams).
 //
 // A Mock is an http.Handler. Its answers are deterministic: the reply text
-// begins "mock <name> " (then filler words), every content delta (text,
-// refusal or tool-argument fragment) is at most 4 bytes, and usage reports
-// exactly as many output tokens as there are content deltas, streamed or
-// not. Prompt tokens total ceil(len(body)/4); cached=N takes N of them from
-// the cache (OpenAI: cached_tokens within prompt_tokens; Anthropic:
-// cache_read_input_tokens, apart from input_tokens).
+// begins "mock <name> " (then filler words; structured output is JSON, see
+// below), every content delta (text, refusal or tool-argument fragment) is
+// at most 4 bytes, and usage reports exactly as many output tokens as there
+// are content deltas, streamed or not. Prompt tokens total ceil(len(body)/4);
+// cached=N takes N of them from the cache (OpenAI: cached_tokens within
+// prompt_tokens; Anthropic: cache_read_input_tokens, apart from
+// input_tokens).
 //
 // A request's max tokens below the text's token count stops it early
 // (finish_reason "length", stop_reason "max_tokens"); stop sequences cut the
 // text before the match. Tool-call answers are not shortened.
+//
+// Structured output: a request that asks for JSON gets, as its text (the
+// message content, a text block, a text part), a compact JSON instance of
+// its schema, streamed in the same deltas and counted the same way. Asking
+// for it: OpenAI response_format json_schema (json_object answers
+// {"mock":"<name>"}); Anthropic output_config.format, or the deprecated
+// output_format; Gemini responseMimeType application/json with
+// responseJsonSchema or responseSchema (OpenAPI types, any case; with
+// neither, {"mock":"<name>"}), or text/x.enum with a schema (the bare enum
+// value); Bedrock outputConfig.textFormat (its jsonSchema.schema is a JSON
+// string). The instance is deterministic: strings are the mock's name
+// ("mock" when unnamed; date-time, date, time, email, uri, uuid, ipv4/6
+// and other formats get a plausible value; minLength/maxLength pad or cut),
+// numbers 1 or a value the bounds allow, booleans true, arrays one item (or
+// minItems, at most 3), objects every listed property in schema (or
+// propertyOrdering) order; enum and const give their (first) value, anyOf
+// and oneOf their first branch that is not null, allOf the merge of its
+// branches, $ref (a JSON pointer: #/$defs/X, #/definitions/X, #) its
+// target. Past 8 $refs on one path, or a budget of values, the rest is
+// minimal (null where allowed, required properties only, minItems items,
+// empty strings), so recursive schemas end; pattern is not honoured. The
+// JSON is sent whole: tokens= and stop sequences do not cut it, only the
+// request's max tokens does (with the length stop reason). Tool calls and
+// refusals come first, as for text.
 //
 // Faults are chosen by a script (see ParseScript): mock-wide (Options.Fault,
 // SetFault, or PUT /_mock/fault) or per request (header X-Mock-Fault, which

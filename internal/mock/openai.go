@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -88,16 +89,27 @@ func maskKey(k string) string {
 }
 
 type oaRequest struct {
-	Model               *string          `json:"model"`
-	Messages            *[]oaMessage     `json:"messages"`
-	Stream              *bool            `json:"stream"`
-	StreamOptions       *oaStreamOptions `json:"stream_options"`
-	MaxCompletionTokens *int             `json:"max_completion_tokens"`
-	MaxTokens           *int             `json:"max_tokens"`
-	Stop                json.RawMessage  `json:"stop"`
-	Tools               []oaTool         `json:"tools"`
-	ToolChoice          json.RawMessage  `json:"tool_choice"`
-	ParallelToolCalls   *bool            `json:"parallel_tool_calls"`
+	Model               *string           `json:"model"`
+	Messages            *[]oaMessage      `json:"messages"`
+	Stream              *bool             `json:"stream"`
+	StreamOptions       *oaStreamOptions  `json:"stream_options"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	MaxTokens           *int              `json:"max_tokens"`
+	Stop                json.RawMessage   `json:"stop"`
+	Tools               []oaTool          `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
+	ResponseFormat      *oaResponseFormat `json:"response_format"`
+}
+
+// oaResponseFormat is response_format: text, json_object or json_schema.
+type oaResponseFormat struct {
+	Type       *string `json:"type"`
+	JSONSchema *struct {
+		Name   *string         `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
 }
 
 type oaStreamOptions struct {
@@ -118,6 +130,43 @@ type oaTool struct {
 	} `json:"custom"`
 }
 
+// oaTypeName names a Go type the way OpenAI's type errors name JSON types.
+func oaTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return t.String()
+}
+
+// oaValueName names what encoding/json found (UnmarshalTypeError.Value).
+func oaValueName(v string) string {
+	kind, _, _ := strings.Cut(v, " ")
+	switch kind {
+	case "string", "number":
+		return "a " + kind
+	case "bool":
+		return "a boolean"
+	case "array", "object":
+		return "an " + kind
+	}
+	return v
+}
+
 const oaParseError = "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"
 
 func (o openAIChat) decode(_ *call, body []byte) (*request, *apiError) {
@@ -128,7 +177,7 @@ func (o openAIChat) decode(_ *call, body []byte) (*request, *apiError) {
 	if err := json.Unmarshal(body, &in); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return bad(fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.", te.Field, te.Type, te.Value), te.Field, "invalid_type")
+			return bad(fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.", te.Field, oaTypeName(te.Type), oaValueName(te.Value)), te.Field, "invalid_type")
 		}
 		return bad(oaParseError, "", "")
 	}
@@ -215,6 +264,25 @@ func (o openAIChat) decode(_ *call, body []byte) (*request, *apiError) {
 	}
 	req.noParallel = in.ParallelToolCalls != nil && !*in.ParallelToolCalls
 	req.lastIsToolResult = *msgs[len(msgs)-1].Role == "tool"
+	if rf := in.ResponseFormat; rf != nil {
+		switch {
+		case rf.Type == nil:
+			return bad("Missing required parameter: 'response_format.type'.", "response_format.type", "missing_required_parameter")
+		case *rf.Type == "text":
+		case *rf.Type == "json_object":
+			req.format = &jsonFormat{free: true}
+		case *rf.Type == "json_schema":
+			if rf.JSONSchema == nil {
+				return bad("Missing required parameter: 'response_format.json_schema'.", "response_format.json_schema", "missing_required_parameter")
+			}
+			if rf.JSONSchema.Name == nil {
+				return bad("Missing required parameter: 'response_format.json_schema.name'.", "response_format.json_schema.name", "missing_required_parameter")
+			}
+			req.format = &jsonFormat{schema: rf.JSONSchema.Schema}
+		default:
+			return bad(fmt.Sprintf("Invalid value: '%s'. Supported values are: 'json_object', 'json_schema', and 'text'.", *rf.Type), "response_format.type", "invalid_value")
+		}
+	}
 	return req, nil
 }
 
