@@ -82,6 +82,17 @@ func TestEncodeGolden(t *testing.T) {
 		{"full_stream", fullRequest(), target(), true},
 		{"tool_choice_without_tools", &canonical.Request{Messages: []canonical.Message{user("x")},
 			ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, ParallelToolCalls: ptr(false)}, target(), false},
+		// Thinking within a budget, shown; the reasoning in history goes
+		// back unchanged, before the text.
+		{"thinking_budget_and_history", &canonical.Request{MaxTokens: 4096, Messages: []canonical.Message{user("x"),
+			{Role: canonical.RoleAssistant, Content: []canonical.Part{{Type: canonical.PartThinking, Text: "hmm", Signature: "sig", Family: canonical.FamilyClaude},
+				{Type: canonical.PartRedactedThinking, Data: "enc", Family: canonical.FamilyClaude}, canonical.TextPart("y")}}, user("z")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 2048, Show: true}}, target(), true},
+		// An OpenAI caller's reasoning effort, with a JSON schema format: one
+		// output_config.
+		{"adaptive_effort_and_schema", &canonical.Request{Messages: []canonical.Message{user("x")},
+			Reasoning:      &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "minimal"},
+			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{"type":"object"}`)}}, target(), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

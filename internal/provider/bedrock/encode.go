@@ -19,9 +19,10 @@ func unsupported(req *canonical.Request) string {
 	if r := req.Reasoning; r != nil && r.Mode == canonical.ReasoningBudget && r.BudgetTokens < 1024 {
 		return "Claude on Bedrock thinks within a budget of at least 1024 tokens"
 	}
-	if f := req.ResponseFormat; f != nil && f.Type != canonical.FormatText {
-		// Dropping the format would silently change what the caller gets.
-		return "Bedrock Converse has no JSON mode or structured output (response_format " + string(f.Type) + ")"
+	if f := req.ResponseFormat; f != nil && f.Type == canonical.FormatJSONObject {
+		// Converse's structured output takes a schema; dropping the format
+		// would silently change what the caller gets.
+		return "Bedrock Converse has no JSON mode without a schema (response_format json_object)"
 	}
 	if t := req.Temperature; t != nil && (*t < 0 || *t > 1) {
 		return "Bedrock Converse accepts temperature only from 0 to 1"
@@ -136,7 +137,34 @@ func encode(req *canonical.Request, t *provider.Target) ([]byte, error) {
 		}
 	}
 	b = appendAdditionalFields(b, req)
+	if f := req.ResponseFormat; f != nil && f.Type == canonical.FormatJSONSchema {
+		if b, err = appendOutputConfig(b, f); err != nil {
+			return nil, err
+		}
+	}
 	return append(b, '}'), nil
+}
+
+// appendOutputConfig writes Converse's structured output:
+// outputConfig.textFormat, whose JSON schema travels as a string.
+func appendOutputConfig(b []byte, f *canonical.ResponseFormat) ([]byte, error) {
+	schema := f.Schema
+	if len(schema) == 0 || string(schema) == "null" {
+		schema = []byte(`{"type":"object"}`)
+	}
+	compact, ok := wirejson.AppendCompact(nil, schema)
+	if !ok {
+		return nil, errors.New("response_format: the JSON schema is not valid JSON")
+	}
+	b = append(b, `,"outputConfig":{"textFormat":{"type":"json_schema","structure":{"jsonSchema":{"schema":`...)
+	b = wirejson.AppendString(b, string(compact))
+	name := f.Name
+	if name == "" {
+		name = "response"
+	}
+	b = append(b, `,"name":`...)
+	b = wirejson.AppendString(b, name)
+	return append(b, "}}}}"...), nil
 }
 
 // appendAdditionalFields writes additionalModelRequestFields, the fields

@@ -87,6 +87,14 @@ func TestEncodeGolden(t *testing.T) {
 		// fields Converse passes to the model.
 		{"claude_top_k_and_betas", &canonical.Request{Messages: []canonical.Message{user("x")}, TopK: ptr(7),
 			Betas: []string{"context-1m-2025-08-07", "prompt-caching-2024-07-31"}}, target()},
+		// Structured output: the schema travels as a string.
+		{"json_schema", &canonical.Request{Messages: []canonical.Message{user("x")},
+			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Name: "city", Schema: json.RawMessage(`{"type": "object", "properties": {"a": {"type": "string"}}}`)}}, target()},
+		// Claude's thinking on Bedrock, and its reasoning in history.
+		{"thinking", &canonical.Request{Messages: []canonical.Message{user("x"), {Role: canonical.RoleAssistant, Content: []canonical.Part{
+			{Type: canonical.PartThinking, Text: "hmm", Signature: "sig", Family: canonical.FamilyClaude},
+			{Type: canonical.PartRedactedThinking, Data: "enc", Family: canonical.FamilyClaude}, canonical.TextPart("y")}}, user("z")},
+			MaxTokens: 4096, Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 2048}}, target()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,8 +179,9 @@ func TestCheck(t *testing.T) {
 		req     *canonical.Request
 		wantErr string
 	}{
-		{"json_object", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONObject}}, "structured output"},
-		{"json_schema", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{}`)}}, "structured output"},
+		{"json_object", &canonical.Request{ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONObject}}, "no JSON mode without a schema"},
+		{"Gemini's reasoning in history", &canonical.Request{Messages: []canonical.Message{user("x"), {Role: canonical.RoleAssistant,
+			Content: []canonical.Part{{Type: canonical.PartThinking, Text: "t", Signature: "s", Family: canonical.FamilyGemini}, canonical.TextPart("y")}}}}, "signed by gemini"},
 		{"image URL", image(canonical.Part{ImageURL: "https://example.com/a.png"}), "image URLs"},
 		{"image media type", image(canonical.Part{MediaType: "image/tiff", Data: "AA=="}), `not "image/tiff"`},
 		{"data URL media type", image(canonical.Part{ImageURL: "data:image/bmp;base64,AA=="}), `not "image/bmp"`},

@@ -78,6 +78,15 @@ func TestEncodeGolden(t *testing.T) {
 			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONObject}, Temperature: ptr(1.5)}, &provider.Target{Model: "gemini-2.5-flash"}},
 		{"tool_choice_without_tools", &canonical.Request{Messages: []canonical.Message{user("x")},
 			ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, ParallelToolCalls: ptr(false)}, &provider.Target{Model: "gemini-2.5-flash"}},
+		// Reasoning: a budget with its thoughts shown, and Gemini's own
+		// thought (with its signature) in history.
+		{"thinking_budget_and_history", &canonical.Request{Messages: []canonical.Message{user("x"),
+			{Role: canonical.RoleAssistant, Content: []canonical.Part{{Type: canonical.PartThinking, Text: "hmm", Signature: "c2ln", Family: canonical.FamilyGemini}, canonical.TextPart("y")}}, user("z")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 2048}}, &provider.Target{Model: "gemini-2.5-flash"}},
+		{"thinking_effort_hidden", &canonical.Request{Messages: []canonical.Message{user("x")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "xhigh", Hide: true}}, &provider.Target{Model: "gemini-3-pro-preview"}},
+		{"thinking_off", &canonical.Request{Messages: []canonical.Message{user("x")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningOff}}, &provider.Target{Model: "gemini-2.5-flash"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -77,6 +77,11 @@ func TestEncodeGolden(t *testing.T) {
 			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{"type":"object"}`)}}, false},
 		{"text_format_and_empty_message", &canonical.Request{Messages: []canonical.Message{{Role: canonical.RoleUser}},
 			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatText}}, false},
+		// A thinking budget becomes the nearest effort level.
+		{"reasoning_budget", &canonical.Request{Messages: []canonical.Message{user("x")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 4096}}, true},
+		{"reasoning_effort", &canonical.Request{Messages: []canonical.Message{user("x")},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "high"}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
