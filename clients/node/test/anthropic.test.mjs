@@ -260,7 +260,7 @@ describe('anthropic messages', { skip }, () => {
   });
 
   for (const thinking of [{ type: 'enabled', budget_tokens: 1024 }, { type: 'adaptive' }]) {
-    it(`extended thinking ${JSON.stringify(thinking)}`, { todo: 'extended thinking not served yet' }, async () => {
+    it(`extended thinking ${JSON.stringify(thinking)}`, async () => {
       const msg = await client().messages.create({
         model: M.anthropic,
         max_tokens: 4096,
@@ -271,6 +271,30 @@ describe('anthropic messages', { skip }, () => {
       assert.equal(types[0], 'thinking', `content types: ${types}`);
       assert.equal(types.at(-1), 'text');
       assert.equal(typeof msg.content[0].signature, 'string');
+      assert.ok(msg.usage.output_tokens_details?.thinking_tokens > 0, JSON.stringify(msg.usage));
+    });
+  }
+
+  for (const model of [M.anthropic, M.gemini]) {
+    it(`extended thinking with a tool call between turns, streamed, on ${model}`, async () => {
+      const params = {
+        model,
+        max_tokens: 4096,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        tools: [{ name: 'get_weather', description: 'Weather for a city', input_schema: WEATHER_SCHEMA }],
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      };
+      const first = await client().messages.stream(params).finalMessage();
+      assert.equal(first.content[0].type, 'thinking', JSON.stringify(first.content));
+      assert.ok(first.content[0].thinking.length > 0 && first.content[0].signature.length > 0);
+      const use = first.content.find((b) => b.type === 'tool_use');
+      assert.ok(use, 'no tool_use block');
+      // The pattern users write: the whole content back, signatures and all.
+      params.messages.push({ role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: weatherFor(use.input) }] });
+      const second = await client().messages.create(params);
+      assert.equal(second.content[0].type, 'thinking');
+      assert.equal(second.content.at(-1).type, 'text');
     });
   }
 });

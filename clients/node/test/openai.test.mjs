@@ -192,7 +192,7 @@ describe('openai chat.completions', { skip }, () => {
   const parseTodo = {
     [M.openai]: false,
     [M.anthropic]: false,
-    [M.bedrock]: 'gateway refuses response_format json_schema for Bedrock Converse providers (400 unsupported_request)',
+    [M.bedrock]: false,
     [M.gemini]: false,
   };
   for (const model of CHAT_MODELS) {
