@@ -1,6 +1,8 @@
 package mock
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"strings"
 	"unicode/utf8"
 )
@@ -24,7 +26,23 @@ type request struct {
 	includeUsage     bool // OpenAI stream_options.include_usage
 	// format is the structured output the request asks for; nil: text.
 	format *jsonFormat
+	// thinking is what the request asks of reasoning.
+	thinking thinkMode
 }
+
+// thinkMode is a request's reasoning, as far as the mock's answer goes.
+type thinkMode uint8
+
+const (
+	thinkNone thinkMode = iota
+	// thinkShown: reasoning whose text the answer carries (Anthropic
+	// thinking, Bedrock reasoningContent, Gemini thoughts).
+	thinkShown
+	// thinkHidden: reasoning that is counted and signed but whose text is
+	// left out (Anthropic display "omitted", Gemini includeThoughts false,
+	// OpenAI's reasoning, which no Chat answer shows).
+	thinkHidden
+)
 
 // stopKind is why a mock answer ended, before a wire format names it.
 type stopKind uint8
@@ -47,6 +65,11 @@ type answer struct {
 	// refusalNote is Anthropic's stop_details.explanation.
 	refusalNote string
 	calls       []toolCall
+	// thought is the reasoning, one delta per token (counted in output even
+	// when hidden); signature signs it (see thoughtSignature).
+	thought     []string
+	thoughtHide bool
+	signature   string
 	stop        stopKind
 	stopSeq     string
 	// input counts every prompt token; cached is the part read from cache.
@@ -131,11 +154,35 @@ func plan(name, modelOverride string, req *request, body []byte, sc *Script, ref
 			a.text, a.stop, a.stopSeq = cut, stopSequence, seq
 		}
 	}
-	a.output = len(a.text) + len(a.refusal)
+	if req.thinking != thinkNone && !refusal {
+		// Reasoning comes first, whatever the answer is.
+		text := "mock " + schemaWord(name) + " weighs the question"
+		a.thought, a.thoughtHide = pieces(text), req.thinking == thinkHidden
+		a.signature = thoughtSignature(text)
+	}
+	a.output = len(a.text) + len(a.refusal) + len(a.thought)
 	for _, c := range a.calls {
 		a.output += len(c.fragments)
 	}
 	return a
+}
+
+// thoughtSignature signs a reasoning text the way the mocks check it back:
+// a digest of the text, so a signature carried unchanged with its text
+// verifies, and any change to either does not. It is the same for every
+// mock, as Claude's signatures are the same on Anthropic and on Bedrock.
+func thoughtSignature(text string) string {
+	sum := sha256.Sum256([]byte("mock-thought:" + text))
+	return "mocksig_" + base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+// validThought reports whether a reasoning block sent back verifies. A
+// hidden block's text comes back empty; its signature then stands alone.
+func validThought(text, signature string) bool {
+	if text == "" {
+		return strings.HasPrefix(signature, "mocksig_")
+	}
+	return signature == thoughtSignature(text)
 }
 
 func wantsTool(req *request) bool {

@@ -70,6 +70,7 @@ const (
 )
 
 type anRequest struct {
+	Thinking      *anThinking     `json:"thinking"`
 	Temperature   json.RawMessage `json:"temperature"`
 	TopP          json.RawMessage `json:"top_p"`
 	TopK          json.RawMessage `json:"top_k"`
@@ -150,6 +151,13 @@ func (an anthropicMessages) decode(c *call, body []byte) (*request, *apiError) {
 	}
 	req := &request{model: *in.Model, maxTokens: *in.MaxTokens, stops: in.StopSequences, toolChoice: "auto"}
 	req.stream = in.Stream != nil && *in.Stream
+	var problem string
+	if req.thinking, problem = thinkingOf(in.Thinking, *in.MaxTokens); problem != "" {
+		return bad("%s", problem)
+	}
+	if problem := checkThoughts(msgs); problem != "" {
+		return bad("%s", problem)
+	}
 	for _, t := range in.Tools {
 		req.tools = append(req.tools, t.Name)
 	}
@@ -196,6 +204,66 @@ func (an anthropicMessages) decode(c *call, body []byte) (*request, *apiError) {
 		}
 	}
 	return req, nil
+}
+
+// anThinking is the request's thinking setting.
+type anThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens *int   `json:"budget_tokens"`
+	Display      string `json:"display"`
+}
+
+// thinkingOf judges thinking as the API does: enabled needs a budget of
+// at least 1024 below max_tokens; display omitted hides the text.
+func thinkingOf(t *anThinking, maxTokens int) (thinkMode, string) {
+	if t == nil {
+		return thinkNone, ""
+	}
+	mode := thinkShown
+	if t.Display == "omitted" {
+		mode = thinkHidden
+	}
+	switch t.Type {
+	case "disabled":
+		return thinkNone, ""
+	case "adaptive":
+		return mode, ""
+	case "enabled":
+		switch {
+		case t.BudgetTokens == nil:
+			return thinkNone, "thinking.enabled.budget_tokens: Field required"
+		case *t.BudgetTokens < 1024:
+			return thinkNone, "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+		case *t.BudgetTokens >= maxTokens:
+			return thinkNone, "`max_tokens` must be greater than `thinking.budget_tokens`"
+		}
+		return mode, ""
+	}
+	return thinkNone, "thinking: Input tag '" + t.Type + "' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'"
+}
+
+// checkThoughts verifies the thinking blocks of the assistant turns sent
+// back: each must carry the signature its text was given.
+func checkThoughts(msgs []anMessage) string {
+	for i, m := range msgs {
+		if m.Role != "assistant" {
+			continue
+		}
+		var blocks []struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for j, b := range blocks {
+			if b.Type == "thinking" && !validThought(b.Thinking, b.Signature) {
+				return fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+			}
+		}
+	}
+	return ""
 }
 
 func outputConfigFormat(in *anRequest) *anOutputFormat {
@@ -373,12 +441,21 @@ type anUsage struct {
 	CacheReadInputTokens     int              `json:"cache_read_input_tokens"`
 	CacheCreation            *anCacheCreation `json:"cache_creation,omitempty"`
 	OutputTokens             int              `json:"output_tokens"`
+	OutputTokensDetails      *anOutputDetails `json:"output_tokens_details,omitempty"`
 	ServiceTier              string           `json:"service_tier,omitempty"`
+}
+
+// anOutputDetails says how much of output_tokens was thinking.
+type anOutputDetails struct {
+	ThinkingTokens int `json:"thinking_tokens"`
 }
 
 // usage reports cached tokens apart from input_tokens, as Anthropic does.
 func (an anthropicMessages) usage(a *answer, output int, full bool) anUsage {
 	u := anUsage{InputTokens: a.input - a.cached, CacheReadInputTokens: a.cached, OutputTokens: output}
+	if len(a.thought) > 0 && output > 1 {
+		u.OutputTokensDetails = &anOutputDetails{ThinkingTokens: len(a.thought)}
+	}
 	if full {
 		u.CacheCreation, u.ServiceTier = &anCacheCreation{}, "standard"
 	}
@@ -386,11 +463,13 @@ func (an anthropicMessages) usage(a *answer, output int, full bool) anUsage {
 }
 
 type anBlock struct {
-	Type  string          `json:"type"`
-	Text  *string         `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
+	Type      string          `json:"type"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+	Text      *string         `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
 }
 
 type anMessageOut struct {
@@ -411,6 +490,13 @@ func (an anthropicMessages) body(c *call, a *answer) []byte {
 		Content:    []anBlock{},
 		StopReason: nullable(an.stopReason(a)), StopSequence: nullable(a.stopSeq), StopDetails: an.stopDetails(a),
 		Usage: an.usage(a, a.output, true),
+	}
+	if len(a.thought) > 0 {
+		t := ""
+		if !a.thoughtHide {
+			t = strings.Join(a.thought, "")
+		}
+		out.Content = append(out.Content, anBlock{Type: "thinking", Thinking: &t, Signature: &a.signature})
 	}
 	if len(a.text) > 0 {
 		s := strings.Join(a.text, "")
@@ -437,6 +523,16 @@ type anEvent struct {
 type anTextDelta struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+}
+
+type anThinkingDelta struct {
+	Type     string `json:"type"`
+	Thinking string `json:"thinking"`
+}
+
+type anSignatureDelta struct {
+	Type      string `json:"type"`
+	Signature string `json:"signature"`
 }
 
 type anJSONDelta struct {
@@ -476,6 +572,18 @@ func (an anthropicMessages) events(c *call, a *answer) []event {
 		add(evProtocol, anEvent{Type: "content_block_stop", Index: &index})
 	}
 	index := 0
+	if len(a.thought) > 0 {
+		var ds []any
+		if !a.thoughtHide {
+			for _, t := range a.thought {
+				ds = append(ds, anThinkingDelta{"thinking_delta", t})
+			}
+		}
+		ds = append(ds, anSignatureDelta{"signature_delta", a.signature})
+		empty, noSig := "", ""
+		block(index, anBlock{Type: "thinking", Thinking: &empty, Signature: &noSig}, ds)
+		index++
+	}
 	if len(a.text) > 0 {
 		var ds []any
 		for _, t := range a.text {

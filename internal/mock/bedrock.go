@@ -70,6 +70,9 @@ func bedrockRoute(escaped string) (model string, stream, ok bool) {
 }
 
 func (b bedrockConverse) other(m *Mock, c *call, w http.ResponseWriter, r *http.Request) bool {
+	if b.serveEmbeddings(m, c, w, r) {
+		return true
+	}
 	_, stream, ok := bedrockRoute(r.URL.EscapedPath())
 	if !ok {
 		return false
@@ -112,6 +115,11 @@ func (b bedrockConverse) admit(c *call, r *http.Request, apiKey string) *apiErro
 }
 
 type brRequest struct {
+	// AdditionalModelRequestFields reach the model untouched; Claude reads
+	// its thinking setting there.
+	AdditionalModelRequestFields *struct {
+		Thinking *anThinking `json:"thinking"`
+	} `json:"additionalModelRequestFields"`
 	Messages        *[]brMessage `json:"messages"`
 	InferenceConfig *struct {
 		MaxTokens     *int     `json:"maxTokens"`
@@ -188,6 +196,17 @@ func (b bedrockConverse) decode(_ *call, body []byte) (*request, *apiError) {
 			_, use := block["toolUse"]
 			_, result := block["toolResult"]
 			toolBlocks = toolBlocks || use || result
+			if rc, ok := block["reasoningContent"]; ok {
+				var r struct {
+					ReasoningText *struct {
+						Text      string `json:"text"`
+						Signature string `json:"signature"`
+					} `json:"reasoningText"`
+				}
+				if json.Unmarshal(rc, &r) != nil || (r.ReasoningText != nil && !validThought(r.ReasoningText.Text, r.ReasoningText.Signature)) {
+					return bad("The reasoning content at messages.%d.content.%d has an invalid signature.", i, j)
+				}
+			}
 		}
 	}
 	req := &request{maxTokens: -1, toolChoice: "auto"}
@@ -222,6 +241,16 @@ func (b bedrockConverse) decode(_ *call, body []byte) (*request, *apiError) {
 		}
 	} else if toolBlocks {
 		return bad("The toolConfig field must be defined when using toolUse and toolResult content blocks.")
+	}
+	if af := in.AdditionalModelRequestFields; af != nil && af.Thinking != nil {
+		max := req.maxTokens
+		if max < 0 {
+			max = 1 << 30
+		}
+		var problem string
+		if req.thinking, problem = thinkingOf(af.Thinking, max); problem != "" {
+			return bad("The model returned the following errors: %s", problem)
+		}
 	}
 	if oc := in.OutputConfig; oc != nil && oc.TextFormat != nil {
 		tf := oc.TextFormat
@@ -406,12 +435,28 @@ type brToolUse struct {
 }
 
 type brBlock struct {
-	Text    *string    `json:"text,omitempty"`
-	ToolUse *brToolUse `json:"toolUse,omitempty"`
+	ReasoningContent *brReasoning `json:"reasoningContent,omitempty"`
+	Text             *string      `json:"text,omitempty"`
+	ToolUse          *brToolUse   `json:"toolUse,omitempty"`
+}
+
+type brReasoning struct {
+	ReasoningText struct {
+		Text      string `json:"text"`
+		Signature string `json:"signature"`
+	} `json:"reasoningText"`
 }
 
 func (b bedrockConverse) body(c *call, a *answer) []byte {
 	content := []brBlock{}
+	if len(a.thought) > 0 {
+		r := &brReasoning{}
+		if !a.thoughtHide {
+			r.ReasoningText.Text = strings.Join(a.thought, "")
+		}
+		r.ReasoningText.Signature = a.signature
+		content = append(content, brBlock{ReasoningContent: r})
+	}
 	if len(a.text) > 0 {
 		s := strings.Join(a.text, "")
 		content = append(content, brBlock{Text: &s})
@@ -460,6 +505,16 @@ type (
 	}
 	brTextDelta struct {
 		Text string `json:"text"`
+	}
+	brReasoningTextDelta struct {
+		ReasoningContent struct {
+			Text string `json:"text"`
+		} `json:"reasoningContent"`
+	}
+	brReasoningSigDelta struct {
+		ReasoningContent struct {
+			Signature string `json:"signature"`
+		} `json:"reasoningContent"`
 	}
 	brToolDelta struct {
 		ToolUse struct {
@@ -512,6 +567,21 @@ func (b bedrockConverse) events(c *call, a *answer) []event {
 	pad := func() string { return c.id("", 1+int(n*7%23), 500+n) }
 	add(evProtocol, "messageStart", brMessageStart{Role: "assistant", P: pad()})
 	index := 0
+	if len(a.thought) > 0 {
+		// Reasoning, like text, opens with its first delta.
+		if !a.thoughtHide {
+			for _, t := range a.thought {
+				var d brReasoningTextDelta
+				d.ReasoningContent.Text = t
+				add(evContent, "contentBlockDelta", brBlockDelta{ContentBlockIndex: index, Delta: d, P: pad()})
+			}
+		}
+		var d brReasoningSigDelta
+		d.ReasoningContent.Signature = a.signature
+		add(evContent, "contentBlockDelta", brBlockDelta{ContentBlockIndex: index, Delta: d, P: pad()})
+		add(evProtocol, "contentBlockStop", brBlockStop{ContentBlockIndex: index, P: pad()})
+		index++
+	}
 	if len(a.text) > 0 {
 		// Text blocks have no contentBlockStart.
 		for _, t := range a.text {

@@ -78,6 +78,9 @@ func geminiRoute(path string) (model string, stream, ok bool) {
 }
 
 func (g geminiAPI) other(m *Mock, c *call, w http.ResponseWriter, r *http.Request) bool {
+	if g.serveEmbeddings(m, c, w, r) {
+		return true
+	}
 	model, stream, ok := geminiRoute(r.URL.Path)
 	if !ok {
 		return false
@@ -158,6 +161,11 @@ type gmRequest struct {
 		ResponseMimeType   string          `json:"responseMimeType"`
 		ResponseSchema     json.RawMessage `json:"responseSchema"`
 		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
+		ThinkingConfig     *struct {
+			IncludeThoughts bool    `json:"includeThoughts"`
+			ThinkingBudget  *int    `json:"thinkingBudget"`
+			ThinkingLevel   *string `json:"thinkingLevel"`
+		} `json:"thinkingConfig"`
 	} `json:"generationConfig"`
 }
 
@@ -220,6 +228,16 @@ func (g geminiAPI) decode(_ *call, body []byte) (*request, *apiError) {
 			if _, ok := p["functionResponse"]; ok {
 				nResp++
 			}
+			// A thought sent back must carry the signature it was given.
+			var thought bool
+			if raw, ok := p["thought"]; ok && json.Unmarshal(raw, &thought) == nil && thought {
+				var text, sig string
+				_ = json.Unmarshal(p["text"], &text)
+				_ = json.Unmarshal(p["thoughtSignature"], &sig)
+				if !validThought(text, sig) {
+					return bad("contents", "* GenerateContentRequest.contents[%d].parts[%d]: Thought signature is not valid.\n", i, j)
+				}
+			}
 		}
 		if nResp > 0 && nResp != calls {
 			return bad("contents", "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.")
@@ -242,6 +260,13 @@ func (g geminiAPI) decode(_ *call, body []byte) (*request, *apiError) {
 		}
 		req.stops = gc.StopSequences
 		req.format = gmFormat(gc.ResponseMimeType, gc.ResponseJSONSchema, gc.ResponseSchema)
+		if tc := gc.ThinkingConfig; tc != nil && !(tc.ThinkingBudget != nil && *tc.ThinkingBudget == 0) {
+			// Thoughts are counted whether or not they are included.
+			req.thinking = thinkHidden
+			if tc.IncludeThoughts {
+				req.thinking = thinkShown
+			}
+		}
 	}
 	for _, t := range in.Tools {
 		for _, f := range t.FunctionDeclarations {
@@ -534,8 +559,10 @@ type gmFunctionCall struct {
 }
 
 type gmPart struct {
-	Text         *string         `json:"text,omitempty"`
-	FunctionCall *gmFunctionCall `json:"functionCall,omitempty"`
+	Text             *string         `json:"text,omitempty"`
+	Thought          bool            `json:"thought,omitempty"`
+	ThoughtSignature string          `json:"thoughtSignature,omitempty"`
+	FunctionCall     *gmFunctionCall `json:"functionCall,omitempty"`
 }
 
 type gmContent struct {
@@ -566,6 +593,7 @@ type gmUsage struct {
 	CandidatesTokenCount    int          `json:"candidatesTokenCount,omitempty"`
 	TotalTokenCount         int          `json:"totalTokenCount,omitempty"`
 	CachedContentTokenCount int          `json:"cachedContentTokenCount,omitempty"`
+	ThoughtsTokenCount      int          `json:"thoughtsTokenCount,omitempty"`
 	PromptTokensDetails     []gmModality `json:"promptTokensDetails,omitempty"`
 	CacheTokensDetails      []gmModality `json:"cacheTokensDetails,omitempty"`
 }
@@ -591,7 +619,8 @@ func (g geminiAPI) usage(a *answer, full bool) *gmUsage {
 		return u
 	}
 	out := g.output(a)
-	u.CandidatesTokenCount, u.TotalTokenCount = out, a.input+out
+	// Thoughts are counted apart from the candidates, and in the total.
+	u.CandidatesTokenCount, u.ThoughtsTokenCount, u.TotalTokenCount = out, len(a.thought), a.input+out+len(a.thought)
 	if a.cached > 0 {
 		u.CacheTokensDetails = []gmModality{{"TEXT", a.cached}}
 	}
@@ -625,6 +654,10 @@ func (g geminiAPI) finalCandidate(a *answer, content *gmContent) gmCandidate {
 
 func (g geminiAPI) body(c *call, a *answer) []byte {
 	var parts []gmPart
+	if len(a.thought) > 0 && !a.thoughtHide {
+		s := strings.Join(a.thought, "")
+		parts = append(parts, gmPart{Text: &s, Thought: true, ThoughtSignature: a.signature})
+	}
 	if len(a.text) > 0 {
 		s := strings.Join(a.text, "")
 		parts = append(parts, gmPart{Text: &s})
@@ -651,6 +684,17 @@ func (g geminiAPI) events(c *call, a *answer) []event {
 	add := func(kind eventKind, cand gmCandidate, u *gmUsage) {
 		b := append([]byte("data: "), marshal(gmResponse{Candidates: []gmCandidate{cand}, UsageMetadata: u, ModelVersion: model, ResponseID: id})...)
 		evs = append(evs, event{kind, append(b, '\n', '\n')})
+	}
+	if !a.thoughtHide {
+		// Thought summaries stream as thought parts; the signature rides on
+		// the last one.
+		for i, t := range a.thought {
+			p := gmPart{Text: &t, Thought: true}
+			if i == len(a.thought)-1 {
+				p.ThoughtSignature = a.signature
+			}
+			add(evContent, gmCandidate{Content: &gmContent{Parts: []gmPart{p}, Role: "model"}}, partial)
+		}
 	}
 	for _, t := range a.text {
 		add(evContent, gmCandidate{Content: &gmContent{Parts: []gmPart{{Text: &t}}, Role: "model"}}, partial)

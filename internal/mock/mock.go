@@ -78,6 +78,15 @@
 // server shutdown is never blocked by them. OpenAI's optional stream
 // obfuscation padding is not emitted.
 //
+// Embeddings (embed.go): OpenAI POST /v1/embeddings, Gemini
+// :batchEmbedContents and :embedContent, Bedrock InvokeModel of a model id
+// containing "embed" (Titan's body, or Cohere's for "cohere."), each in its
+// real wire format. Vectors derive from the input text alone (8 floats unless the
+// request asks for up to 4096, unit length), so every wire agrees; prompt
+// tokens are ceil(len(text)/4) per text. They are recorded, counted and
+// scripted as generations: die_after and the other *_after faults act as on
+// a non-streaming request.
+//
 // A new wire format is one new file implementing the wire interface, plus
 // its case in New.
 package mock

@@ -21,6 +21,9 @@ func (openAIChat) refusalDeltas() bool       { return true }
 func (openAIChat) validate(*Script) error    { return nil }
 
 func (o openAIChat) other(m *Mock, c *call, w http.ResponseWriter, r *http.Request) bool {
+	if o.serveEmbeddings(m, c, w, r) {
+		return true
+	}
 	if r.URL.Path != "/v1/models" && !strings.HasPrefix(r.URL.Path, "/v1/models/") {
 		return false
 	}
@@ -100,6 +103,7 @@ type oaRequest struct {
 	ToolChoice          json.RawMessage   `json:"tool_choice"`
 	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
 	ResponseFormat      *oaResponseFormat `json:"response_format"`
+	ReasoningEffort     *string           `json:"reasoning_effort"`
 }
 
 // oaResponseFormat is response_format: text, json_object or json_schema.
@@ -204,6 +208,16 @@ func (o openAIChat) decode(_ *call, body []byte) (*request, *apiError) {
 	}
 	req := &request{model: *in.Model, maxTokens: -1, toolChoice: "auto"}
 	req.stream = in.Stream != nil && *in.Stream
+	if e := in.ReasoningEffort; e != nil {
+		switch *e {
+		case "none":
+		case "minimal", "low", "medium", "high", "xhigh", "max":
+			// Reasoning happens and is billed, but Chat never shows it.
+			req.thinking = thinkHidden
+		default:
+			return bad("Invalid value for 'reasoning_effort': '"+*e+"'.", "reasoning_effort", "invalid_value")
+		}
+	}
 	if in.StreamOptions != nil && !req.stream {
 		return bad("The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options", "")
 	}
@@ -433,6 +447,7 @@ type oaUsage struct {
 func (o openAIChat) usage(a *answer) oaUsage {
 	u := oaUsage{PromptTokens: a.input, CompletionTokens: a.output, TotalTokens: a.input + a.output}
 	u.PromptTokensDetails.CachedTokens = a.cached
+	u.CompletionTokensDetails.ReasoningTokens = len(a.thought)
 	return u
 }
 

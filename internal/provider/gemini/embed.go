@@ -13,18 +13,36 @@ import (
 	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
-// embed sends the texts through batchEmbedContents, one request per text
-// in one call. Gemini reports no token usage for embeddings: the gateway's
-// estimate is billed (the request's usage is then marked unreported).
+// maxBatch is Gemini's limit of requests in one batchEmbedContents call.
+const maxBatch = 100
+
+// embed sends the texts through batchEmbedContents, in batches of at most
+// 100 (Gemini's limit). Gemini reports no token usage for embeddings: the
+// gateway's estimate is billed (the usage is then marked unreported).
 func embed(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
 	e := req.Embed
 	model := t.Model
 	if !strings.Contains(model, "/") {
 		model = "models/" + model
 	}
-	b := make([]byte, 0, 256+req.InputBytes()*9/8)
+	url := t.BaseURL + "/" + apiVersion + "/" + model + ":batchEmbedContents"
+	vectors := make([][]float32, 0, len(e.Texts))
+	for start := 0; start < len(e.Texts); start += maxBatch {
+		batch := e.Texts[start:min(start+maxBatch, len(e.Texts))]
+		got, err := embedBatch(ctx, t, url, model, batch, e.Dimensions)
+		if err != nil {
+			return nil, err
+		}
+		vectors = append(vectors, got...)
+	}
+	return provider.Embedded(vectors, -1), nil
+}
+
+// embedBatch embeds one batch of texts.
+func embedBatch(ctx context.Context, t *provider.Target, url, model string, texts []string, dims int) ([][]float32, error) {
+	b := make([]byte, 0, 256)
 	b = append(b, `{"requests":[`...)
-	for i, s := range e.Texts {
+	for i, s := range texts {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -33,14 +51,13 @@ func embed(ctx context.Context, t *provider.Target, req *canonical.Request) (can
 		b = append(b, `,"content":{"parts":[{"text":`...)
 		b = wirejson.AppendString(b, s)
 		b = append(b, `}]}`...)
-		if e.Dimensions > 0 {
+		if dims > 0 {
 			b = append(b, `,"outputDimensionality":`...)
-			b = strconv.AppendInt(b, int64(e.Dimensions), 10)
+			b = strconv.AppendInt(b, int64(dims), 10)
 		}
 		b = append(b, '}')
 	}
 	b = append(b, "]}"...)
-	url := t.BaseURL + "/" + apiVersion + "/" + model + ":batchEmbedContents"
 	resp, err := provider.Post(ctx, t, url, b, func(h http.Header) {
 		if t.APIKey != "" {
 			h.Set("X-Goog-Api-Key", t.APIKey)
@@ -65,12 +82,12 @@ func embed(ctx context.Context, t *provider.Target, req *canonical.Request) (can
 	if err := json.Unmarshal(body, &out); err != nil {
 		return nil, failure.Malformed("batchEmbedContents answer", err)
 	}
-	if len(out.Embeddings) > len(e.Texts) {
+	if len(out.Embeddings) != len(texts) {
 		return nil, failure.Malformed("batchEmbedContents answer", provider.ErrEmbeddingIndex)
 	}
 	vectors := make([][]float32, len(out.Embeddings))
 	for i := range out.Embeddings {
 		vectors[i] = out.Embeddings[i].Values
 	}
-	return provider.Embedded(vectors, -1), nil
+	return vectors, nil
 }
