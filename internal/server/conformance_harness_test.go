@@ -18,19 +18,30 @@ const (
 	confGemini    = "conf-gemini"
 	confFailover  = "conf-failover"
 	confInterrupt = "conf-interrupt"
+	// Embeddings pools: an OpenAI-format primary answering 529 and its
+	// healthy secondary; Gemini; Bedrock with Titan's and Cohere's bodies.
+	confEmbed       = "conf-embed"
+	confEmbedGemini = "conf-embed-gemini"
+	confEmbedTitan  = "conf-embed-titan"
+	confEmbedCohere = "conf-embed-cohere"
 )
 
 // confModels maps each public model of the suite to its pool's rungs.
 var confModels = []struct {
 	model string
 	rungs []string
+	embed bool
 }{
-	{confOpenAI, []string{"openai"}},
-	{confAnthropic, []string{"anthropic"}},
-	{confBedrock, []string{"bedrock"}},
-	{confGemini, []string{"gemini"}},
-	{confFailover, []string{"flaky", "anthropic"}},
-	{confInterrupt, []string{"broken"}},
+	{confOpenAI, []string{"openai"}, false},
+	{confAnthropic, []string{"anthropic"}, false},
+	{confBedrock, []string{"bedrock"}, false},
+	{confGemini, []string{"gemini"}, false},
+	{confFailover, []string{"flaky", "anthropic"}, false},
+	{confInterrupt, []string{"broken"}, false},
+	{confEmbed, []string{"flaky", "openai"}, true},
+	{confEmbedGemini, []string{"gemini"}, true},
+	{confEmbedTitan, []string{"bedrock-embed"}, true},
+	{confEmbedCohere, []string{"cohere.embed"}, true},
 }
 
 type confHarness struct {
@@ -46,6 +57,9 @@ func newConformanceHarness(t testing.TB) *confHarness {
 		c.Pools, c.Routes = nil, nil
 		for _, m := range confModels {
 			p := catalog.Pool{ID: m.model, Model: m.model, Deployments: m.rungs}
+			if m.embed {
+				p.Kind = catalog.PoolEmbeddings
+			}
 			if len(m.rungs) > 1 {
 				p.Equivalence = &catalog.Equivalence{By: "test", Date: "2026-12-01", Evidence: "sha256:test"}
 			}
@@ -64,7 +78,8 @@ func newConformanceHarness(t testing.TB) *confHarness {
 		}
 	},
 		rungSpec{"openai", "openai"}, rungSpec{"anthropic", "anthropic"}, rungSpec{"bedrock", "bedrock"},
-		rungSpec{"gemini", "gemini"}, rungSpec{"flaky", "openai"}, rungSpec{"broken", "openai"})
+		rungSpec{"gemini", "gemini"}, rungSpec{"flaky", "openai"}, rungSpec{"broken", "openai"},
+		rungSpec{"bedrock-embed", "bedrock"}, rungSpec{"cohere.embed", "bedrock"})
 	h.fault("flaky", "status=529")
 	h.fault("broken", "die_after=3")
 	broke, rec := h.newKey(t)

@@ -58,6 +58,9 @@ type call struct {
 	settled    bool
 	cost       int64
 	costStatus string
+	// billed is the usage the request was charged for: the provider's, or
+	// the gateway's estimate where the provider reported none.
+	billed canonical.Usage
 
 	// deployment served the request ("" when none did).
 	deployment string
@@ -192,6 +195,11 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The settled rows are durable before the answer's first (and last) byte.
 	s.settle(r.Context(), c, p, res, true)
+	if !res.UsageReported {
+		// A provider that reported no usage (Gemini's embeddings, some
+		// compatible servers): the answer shows what was billed.
+		res.Response.Usage = c.billed
+	}
 	setRouteHeaders(w.Header(), c, res)
 	setCostHeaders(w.Header(), c)
 	buf := s.getBuf()

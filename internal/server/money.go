@@ -130,7 +130,7 @@ func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engin
 			c.deployment = p.Rungs[res.Served].Deployment.ID
 		}
 	}
-	c.cost, c.costStatus = cost, status
+	c.cost, c.costStatus, c.billed = cost, status, u
 	if c.hold != nil {
 		c.hold.Settle(cost, u.InputTokens+u.OutputTokens)
 	}

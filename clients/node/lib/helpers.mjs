@@ -28,6 +28,8 @@ export const M = {
   gemini: 'conf-gemini',
   failover: 'conf-failover',
   interrupt: 'conf-interrupt',
+  embed: 'conf-embed',
+  embedGemini: 'conf-embed-gemini',
 };
 
 // The deployment behind each healthy model: mock answers begin "mock <deployment> ".

@@ -293,11 +293,23 @@ describe('openai models', { skip }, () => {
     assert.equal(m.object, 'model');
   });
 
-  it('embeddings.create', { todo: 'embeddings not served yet' }, async () => {
-    const e = await client().embeddings.create({ model: M.openai, input: 'hello' });
-    assert.equal(e.data.length, 1);
+  it('embeddings.create (the SDK asks for base64 and decodes it), failed over from a 529 primary', async () => {
+    const { data: e, response } = await client().embeddings.create({ model: M.embed, input: ['hello', 'world'] }).withResponse();
+    assert.equal(e.data.length, 2);
     assert.ok(Array.isArray(e.data[0].embedding) && e.data[0].embedding.length > 0);
-    assert.ok(e.data[0].embedding.every((x) => typeof x === 'number'));
+    assert.ok(e.data[0].embedding.every((x) => typeof x === 'number' && x >= -1 && x <= 1));
+    assert.ok(e.usage.prompt_tokens > 0);
+    assert.match(response.headers.get('x-spillway-trail') ?? '', /flaky=provider_unavailable/);
+  });
+
+  it('embeddings.create with encoding_format float and dimensions, on Gemini', async () => {
+    const e = await client().embeddings.create({ model: M.embedGemini, input: 'hello', encoding_format: 'float', dimensions: 12 });
+    assert.equal(e.data[0].embedding.length, 12);
+  });
+
+  it('embeddings from a chat model: BadRequestError wrong_model_kind', async () => {
+    const err = await rejectsWith(() => client().embeddings.create({ model: M.openai, input: 'x' }), OpenAI.BadRequestError);
+    assert.equal(err.code, 'wrong_model_kind');
   });
 });
 
