@@ -36,7 +36,10 @@ type ExplainedRung struct {
 }
 
 // handleExplain explains routing for a request: GET with ?model= (and
-// optionally max_tokens, stream), or POST with an OpenAI Chat body.
+// optionally max_tokens, stream), or POST with a request body: an
+// Anthropic Messages body when anthropic-version is sent (its
+// anthropic-beta flags count), an OpenAI Responses body with
+// ?dialect=responses, else an OpenAI Chat body.
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	var req *canonical.Request
 	switch r.Method {
@@ -46,8 +49,15 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, failure.BadRequest("", "could not read the body"))
 			return
 		}
+		d := openaiChat()
+		switch {
+		case r.Header.Get("Anthropic-Version") != "":
+			d = anthropicMessages()
+		case r.URL.Query().Get("dialect") == "responses":
+			d = openaiResponses()
+		}
 		var pub *failure.Public
-		if req, pub = openaiChat().Decode(body, r.Header); pub != nil {
+		if req, pub = d.Decode(body, r.Header); pub != nil {
 			writeJSONError(w, pub)
 			return
 		}

@@ -10,10 +10,13 @@ import (
 	"github.com/spillway-gw/spillway/internal/server"
 )
 
-func explain(t *testing.T, h *harness, method, query, body string) server.Explanation {
+func explain(t *testing.T, h *harness, method, query, body string, headers ...string) server.Explanation {
 	t.Helper()
 	req, _ := http.NewRequest(method, h.gw.URL+"/v1/admin/explain"+query, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+adminKey)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -70,5 +73,45 @@ func TestRouteExplain(t *testing.T) {
 	ex = explain(t, h, http.MethodGet, "?model="+publicModel, "")
 	if len(ex.Order) != 0 || ex.LastResort == "" {
 		t.Errorf("explanation = %+v, want no order and a last-resort rung", ex)
+	}
+}
+
+// A beta only Claude's APIs honour skips the rungs that are not Claude's,
+// with the beta named in explain; with no rung left the caller is refused
+// in Anthropic's shape, naming it; hints skip no rung.
+func TestBetaEligibility(t *testing.T) {
+	h := newHarness(t, rungSpec{"openai", "openai"}, rungSpec{"claude", "anthropic"}, rungSpec{"gemini", "gemini"})
+	body := `{"model":"` + publicModel + `","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`
+	ex := explain(t, h, http.MethodPost, "", body, "anthropic-version", "2026-10-21", "anthropic-beta", "context-1m-2025-08-07")
+	if got := rungsOf(ex); got != "openai:unsupported claude:kept gemini:unsupported" {
+		t.Fatalf("rungs = %q", got)
+	}
+	if !strings.Contains(ex.Rungs[0].Detail, "beta context-1m-2025-08-07") {
+		t.Errorf("detail %q does not name the beta", ex.Rungs[0].Detail)
+	}
+	ex = explain(t, h, http.MethodPost, "", body, "anthropic-version", "2026-10-21", "anthropic-beta", "prompt-caching-2024-07-31")
+	if got := rungsOf(ex); got != "openai:kept claude:kept gemini:kept" {
+		t.Errorf("a hint beta: rungs = %q", got)
+	}
+	// Served by the Claude rung, which receives the flag.
+	resp, err := h.post("/v1/messages", body, "anthropic-version", "2026-10-21", "anthropic-beta", "context-1m-2025-08-07")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Spillway-Deployment") != "claude" {
+		t.Fatalf("served: %v %v %q", resp.Status, err, resp.Header.Get("X-Spillway-Deployment"))
+	}
+	resp.Body.Close()
+	// No Claude rung: refused, naming the beta, in Anthropic's shape.
+	h2 := newHarness(t, rungSpec{"openai", "openai"})
+	resp, err = h2.post("/v1/messages", body, "anthropic-version", "2026-10-21", "anthropic-beta", "context-1m-2025-08-07")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Type  string
+		Error struct{ Type, Code, Message string }
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || e.Type != "error" || e.Error.Code != "unsupported_request" || !strings.Contains(e.Error.Message, "context-1m-2025-08-07") {
+		t.Errorf("no rung for the beta: %d %+v", resp.StatusCode, e)
 	}
 }
