@@ -3,6 +3,7 @@ package mock
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -28,6 +29,59 @@ type request struct {
 	format *jsonFormat
 	// thinking is what the request asks of reasoning.
 	thinking thinkMode
+	// schemas holds the declared tools' parameter schemas, by name.
+	schemas map[string]json.RawMessage
+}
+
+// setSchema records a tool's parameter schema.
+func (r *request) setSchema(name string, schema json.RawMessage) {
+	if len(schema) == 0 || string(schema) == "null" {
+		return
+	}
+	if r.schemas == nil {
+		r.schemas = map[string]json.RawMessage{}
+	}
+	r.schemas[name] = schema
+}
+
+// toolArgs are the arguments the mock calls a tool with: the script's, else
+// {"city":"Paris"} when the tool's schema takes it (most tests declare a
+// weather tool), else an instance of the tool's schema.
+func (r *request) toolArgs(name, word string, scripted string) string {
+	if scripted != "" {
+		return scripted
+	}
+	schema, ok := r.schemas[name]
+	if !ok || fitsDefaultArgs(schema) {
+		return defaultArgs
+	}
+	return (&jsonFormat{schema: schema}).text(word)
+}
+
+// fitsDefaultArgs reports whether {"city":"Paris"} satisfies a parameter
+// schema: an object that requires nothing but city, and has room for it.
+func fitsDefaultArgs(schema json.RawMessage) bool {
+	var s struct {
+		Type                 any                        `json:"type"`
+		Properties           map[string]json.RawMessage `json:"properties"`
+		Required             []string                   `json:"required"`
+		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return true
+	}
+	if t, ok := s.Type.(string); ok && !strings.EqualFold(t, "object") {
+		return false
+	}
+	for _, req := range s.Required {
+		if req != "city" {
+			return false
+		}
+	}
+	if _, ok := s.Properties["city"]; len(s.Properties) > 0 && !ok && string(s.AdditionalProperties) == "false" {
+		return false
+	}
+	return true
 }
 
 // thinkMode is a request's reasoning, as far as the mock's answer goes.
@@ -126,12 +180,10 @@ func plan(name, modelOverride string, req *request, body []byte, sc *Script, ref
 		if sc.tools > 0 && !req.noParallel {
 			n = sc.tools
 		}
-		args := sc.args
-		if args == "" {
-			args = defaultArgs
-		}
 		for i := range n {
-			a.calls = append(a.calls, toolCall{name: pickTool(req, sc, i), args: args, fragments: pieces(args)})
+			tool := pickTool(req, sc, i)
+			args := req.toolArgs(tool, schemaWord(name), sc.args)
+			a.calls = append(a.calls, toolCall{name: tool, args: args, fragments: pieces(args)})
 		}
 	case req.format != nil:
 		// A JSON answer is sent whole: tokens= and stop sequences do not

@@ -80,7 +80,8 @@ type anRequest struct {
 	Stream        *bool           `json:"stream"`
 	StopSequences []string        `json:"stop_sequences"`
 	Tools         []struct {
-		Name string `json:"name"`
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
 	} `json:"tools"`
 	ToolChoice *struct {
 		Type                   string `json:"type"`
@@ -160,6 +161,7 @@ func (an anthropicMessages) decode(c *call, body []byte) (*request, *apiError) {
 	}
 	for _, t := range in.Tools {
 		req.tools = append(req.tools, t.Name)
+		req.setSchema(t.Name, t.InputSchema)
 	}
 	if tc := in.ToolChoice; tc != nil {
 		switch tc.Type {

@@ -128,7 +128,10 @@ type brRequest struct {
 	ToolConfig *struct {
 		Tools []struct {
 			ToolSpec *struct {
-				Name string `json:"name"`
+				Name        string `json:"name"`
+				InputSchema struct {
+					JSON json.RawMessage `json:"json"`
+				} `json:"inputSchema"`
 			} `json:"toolSpec"`
 		} `json:"tools"`
 		ToolChoice *struct {
@@ -223,6 +226,7 @@ func (b bedrockConverse) decode(_ *call, body []byte) (*request, *apiError) {
 		for _, t := range tc.Tools {
 			if t.ToolSpec != nil {
 				req.tools = append(req.tools, t.ToolSpec.Name)
+				req.setSchema(t.ToolSpec.Name, t.ToolSpec.InputSchema.JSON)
 			}
 		}
 		if len(req.tools) == 0 {

@@ -145,7 +145,9 @@ type gmRequest struct {
 	} `json:"contents"`
 	Tools []struct {
 		FunctionDeclarations []struct {
-			Name string `json:"name"`
+			Name                 string          `json:"name"`
+			Parameters           json.RawMessage `json:"parameters"`
+			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 		} `json:"functionDeclarations"`
 	} `json:"tools"`
 	ToolConfig *struct {
@@ -271,6 +273,11 @@ func (g geminiAPI) decode(_ *call, body []byte) (*request, *apiError) {
 	for _, t := range in.Tools {
 		for _, f := range t.FunctionDeclarations {
 			req.tools = append(req.tools, f.Name)
+			if len(f.ParametersJSONSchema) > 0 {
+				req.setSchema(f.Name, f.ParametersJSONSchema)
+			} else {
+				req.setSchema(f.Name, f.Parameters)
+			}
 		}
 	}
 	if tc := in.ToolConfig; tc != nil && tc.FunctionCallingConfig != nil {

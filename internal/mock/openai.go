@@ -127,7 +127,8 @@ type oaMessage struct {
 type oaTool struct {
 	Type     string `json:"type"`
 	Function *struct {
-		Name string `json:"name"`
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
 	} `json:"function"`
 	Custom *struct {
 		Name string `json:"name"`
@@ -250,6 +251,7 @@ func (o openAIChat) decode(_ *call, body []byte) (*request, *apiError) {
 		switch {
 		case t.Function != nil:
 			req.tools = append(req.tools, t.Function.Name)
+			req.setSchema(t.Function.Name, t.Function.Parameters)
 		case t.Custom != nil:
 			req.tools = append(req.tools, t.Custom.Name)
 		}

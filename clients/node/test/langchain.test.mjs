@@ -159,7 +159,7 @@ describe('langchain ChatAnthropic', { skip }, () => {
   });
 
   // ChatAnthropic's default method forces a tool named "extract" with the schema.
-  it('withStructuredOutput(zod schema)', { todo: 'mock tool arguments ignore the tool schema (always {"city":"Paris"}), so the forced extract call lacks fields' }, async () => {
+  it('withStructuredOutput(zod schema)', async () => {
     const out = await chatAnthropic().withStructuredOutput(City).invoke('Describe Paris.');
     assertCity(out);
   });
