@@ -52,3 +52,24 @@ func TestKinds(t *testing.T) {
 		t.Errorf("FirstClaude of hints = %q", got)
 	}
 }
+
+// FuzzParse: any header values parse or are refused by a bound, never a
+// panic, and what is kept respects the bounds.
+func FuzzParse(f *testing.F) {
+	f.Add("a,b", "c")
+	f.Add(" , ,oauth-2025-04-20", strings.Repeat("x,", 40))
+	f.Fuzz(func(t *testing.T, a, b string) {
+		flags, err := Parse([]string{a, b})
+		if err != nil {
+			return
+		}
+		if len(flags) > MaxFlags {
+			t.Fatalf("%d flags kept", len(flags))
+		}
+		for _, f := range flags {
+			if f == "" || len(f) > MaxFlagLen || strings.Contains(f, ",") || Of(f) == Dropped {
+				t.Fatalf("kept %q", f)
+			}
+		}
+	})
+}
