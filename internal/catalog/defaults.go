@@ -12,6 +12,8 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultShutdownGrace     = 30 * time.Second
+	DefaultBodyTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
 
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultFirstByteTimeout = 15 * time.Second
@@ -29,6 +31,8 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.ReadHeaderTimeout, Duration(DefaultReadHeaderTimeout))
 	setDefault(&s.IdleTimeout, Duration(DefaultIdleTimeout))
 	setDefault(&s.ShutdownGrace, Duration(DefaultShutdownGrace))
+	setDefault(&s.BodyTimeout, Duration(DefaultBodyTimeout))
+	setDefault(&s.WriteTimeout, Duration(DefaultWriteTimeout))
 	setDefault(&c.Ledger.Driver, "sqlite")
 	setDefault(&c.Ledger.Path, "spillway.db")
 	setDefault(&c.Idempotency.MaxEntries, 10000)

@@ -33,6 +33,14 @@ type Server struct {
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// ShutdownGrace is how long in-flight requests get on shutdown. Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// BodyTimeout bounds reading a request's body, from the request's
+	// start: a caller that announces a body and trickles or withholds it
+	// is answered 408 and its connection closed. Default 60s.
+	BodyTimeout Duration `yaml:"body_timeout"`
+	// WriteTimeout bounds each write to a caller (one event, or a whole
+	// answer): a caller that stops reading is cut off after it, and the
+	// provider is not blamed. Default 30s.
+	WriteTimeout Duration `yaml:"write_timeout"`
 }
 
 // Ledger configures where money and identity are recorded. It is read at

@@ -76,7 +76,12 @@ type watchdog struct {
 	last      atomic.Int64  // offset of the latest event, -1 before the first
 	first     bool          // no event yet; the attempt's goroutine only
 	stopped   atomic.Bool
-	cancel    context.CancelCauseFunc
+	// writing is set while the caller is being written to: a caller that
+	// reads slowly (or not at all) holds the provider's stream unread, and
+	// that silence is not the provider's. The write's own deadline bounds
+	// it.
+	writing atomic.Bool
+	cancel  context.CancelCauseFunc
 }
 
 func startWatchdog(cancel context.CancelCauseFunc, firstByte, idle, total time.Duration) *watchdog {
@@ -108,6 +113,14 @@ func (w *watchdog) fire() {
 		return
 	}
 	now := time.Since(w.start)
+	if w.writing.Load() {
+		// Look again later; release restarts the idle clock.
+		w.timer.Reset(max(w.idle, w.firstByte, time.Second))
+		if w.stopped.Load() {
+			w.timer.Stop()
+		}
+		return
+	}
 	if w.end > 0 && now >= w.end {
 		w.cancel(causeTotal)
 		return
@@ -155,6 +168,16 @@ func (w *watchdog) event() {
 	default:
 		w.timer.Reset(d)
 	}
+}
+
+// hold pauses the silence bounds while the caller is written to.
+func (w *watchdog) hold() { w.writing.Store(true) }
+
+// release resumes them, the idle clock restarting now: the provider had
+// no chance to speak while its stream went unread.
+func (w *watchdog) release() {
+	w.last.Store(int64(time.Since(w.start)))
+	w.writing.Store(false)
 }
 
 func (w *watchdog) stop() {
@@ -253,7 +276,9 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		a.FirstToken = e.now().Sub(a.Start)
 		// The trail shown at commit includes this attempt as the winner.
 		res.Attempts = append(res.Attempts, a)
+		wd.hold()
 		err := sink.Commit(res)
+		wd.release()
 		res.Attempts = res.Attempts[:len(res.Attempts)-1]
 		return err
 	}
@@ -329,12 +354,14 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 				return fail(failure.Cancelled(cerr))
 			}
 		}
+		wd.hold()
 		werr := sink.Event(&ev)
 		// Flush only when the provider has nothing more ready: a burst goes
 		// out in one write, a lone event at once.
 		if werr == nil && (pender == nil || !pender.Pending()) {
 			werr = sink.Flush()
 		}
+		wd.release()
 		if werr != nil {
 			res.Usage, res.UsageReported = usage, reported
 			return fail(failure.Cancelled(werr))

@@ -208,6 +208,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(*buf)))
 	c.status, c.outcome = http.StatusOK, "ok"
+	s.writeDeadline(w)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(*buf)
 	s.finishIdempotency(c, http.StatusOK, false, true)
@@ -340,16 +341,20 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fail
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	rc := http.NewResponseController(w)
-	// A slow body must not hold a handler forever; the deadline is lifted
-	// once the body is in, so long streams are not cut.
-	_ = rc.SetReadDeadline(s.opts.Now().Add(60 * time.Second))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	// ServeHTTP set the body's deadline (body_timeout); it is lifted once
+	// the body is in, so long streams are not cut by it.
 	body, err := provider.ReadAllSized(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	if err == nil {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			return nil, tooLarge(limit)
+		case isTimeout(err):
+			return nil, &failure.Public{Status: http.StatusRequestTimeout, Code: "request_timeout",
+				Message: "the request body did not arrive within " + s.opts.Catalog.Load().Config().Server.BodyTimeout.D().String()}
 		}
 		return nil, &failure.Public{Status: http.StatusBadRequest, Code: "invalid_request", Message: "could not read the request body"}
 	}
@@ -382,8 +387,17 @@ func (s *Server) writeError(w http.ResponseWriter, c *call, pub *failure.Public,
 		return // nobody is listening
 	}
 	c.status, c.outcome = status, pub.Code
+	s.writeDeadline(w)
 	w.WriteHeader(status)
 	_, _ = w.Write(*buf)
+}
+
+// writeDeadline bounds the write of a whole answer: a caller that does
+// not read it is cut off after write_timeout.
+func (s *Server) writeDeadline(w http.ResponseWriter) {
+	if d := s.opts.Catalog.Load().Config().Server.WriteTimeout.D(); d > 0 {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
+	}
 }
 
 // setRouteHeaders says which model and deployment served and every hop.

@@ -148,7 +148,10 @@ func (s *Server) handle(pattern string, d dialect.Dialect) {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, r = s.guardBody(w, r)
+	s.mux.ServeHTTP(w, r)
+}
 
 // newRequestID returns a request id that sorts by time: six bytes of Unix
 // milliseconds, then six random bytes. The ledger keys its rows by it, and

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
@@ -22,7 +23,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engi
 			s.streamBufs.Put(buf)
 		}
 	}()
-	sink := &streamSink{s: s, r: r, w: w, rc: http.NewResponseController(w), enc: c.d.NewEncoder(c.meta, c.req), buf: buf, c: c, p: p}
+	sink := &streamSink{s: s, r: r, w: w, rc: http.NewResponseController(w), enc: c.d.NewEncoder(c.meta, c.req), buf: buf, c: c, p: p,
+		writeTimeout: s.opts.Catalog.Load().Config().Server.WriteTimeout.D()}
 	res := s.engine.Stream(r.Context(), p, c.req, sink)
 	switch {
 	case res.Err != nil && res.Err.Class == failure.ClientCancelled:
@@ -56,6 +58,10 @@ type streamSink struct {
 	buf *[]byte
 	c   *call
 	p   *engine.Plan
+	// writeTimeout bounds each write to the caller: one that stops
+	// reading is cut off, as a caller that left (never the provider's
+	// fault).
+	writeTimeout time.Duration
 }
 
 func (k *streamSink) Commit(res *engine.Result) error {
@@ -81,7 +87,17 @@ func (k *streamSink) Event(ev *canonical.Event) error {
 
 // Flush sends what was written; the engine calls it when the provider has
 // no further event ready.
-func (k *streamSink) Flush() error { return k.rc.Flush() }
+func (k *streamSink) Flush() error {
+	k.deadline()
+	return k.rc.Flush()
+}
+
+// deadline gives the next write its bound.
+func (k *streamSink) deadline() {
+	if k.writeTimeout > 0 {
+		_ = k.rc.SetWriteDeadline(time.Now().Add(k.writeTimeout))
+	}
+}
 
 // Finish settles (durably) before the success terminator goes out, so a
 // caller who saw the terminator has a settled row.
@@ -118,6 +134,7 @@ func (k *streamSink) write() error {
 	if len(*k.buf) == 0 {
 		return nil
 	}
+	k.deadline()
 	_, err := k.w.Write(*k.buf)
 	return err
 }
