@@ -37,10 +37,28 @@ type Server struct {
 	// start: a caller that announces a body and trickles or withholds it
 	// is answered 408 and its connection closed. Default 60s.
 	BodyTimeout Duration `yaml:"body_timeout"`
+	// Limits bound the lists a request may carry.
+	Limits Limits `yaml:"limits"`
 	// WriteTimeout bounds each write to a caller (one event, or a whole
 	// answer): a caller that stops reading is cut off after it, and the
 	// provider is not blamed. Default 30s.
 	WriteTimeout Duration `yaml:"write_timeout"`
+}
+
+// Limits bound the lists of one request. Validation is linear in each
+// (maps, not nested scans); the bounds keep a hostile request's work and
+// memory small. Zero means the default. Read at start-up.
+type Limits struct {
+	// MaxMessages bounds the conversation. Default 10000.
+	MaxMessages int `yaml:"max_messages"`
+	// MaxParts bounds the content parts of one message. Default 1000.
+	MaxParts int `yaml:"max_parts"`
+	// MaxTools bounds the declared tools. Default 128 (OpenAI's bound).
+	MaxTools int `yaml:"max_tools"`
+	// MaxToolCalls bounds the tool calls of one assistant message. Default 128.
+	MaxToolCalls int `yaml:"max_tool_calls"`
+	// MaxStopSequences bounds the stop sequences. Default 16.
+	MaxStopSequences int `yaml:"max_stop_sequences"`
 }
 
 // Ledger configures where money and identity are recorded. It is read at

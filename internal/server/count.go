@@ -46,6 +46,9 @@ func (h *countHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, pub := h.d.DecodeCount(body, r.Header)
+	if pub == nil {
+		pub = checkLimits(req, s.opts.Catalog.Load().Config().Server.Limits)
+	}
 	if pub != nil {
 		s.writeError(w, c, pub, nil)
 		return

@@ -93,6 +93,9 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, pub := h.d.Decode(body, r.Header)
+	if pub == nil {
+		pub = checkLimits(req, s.opts.Catalog.Load().Config().Server.Limits)
+	}
 	if pub != nil {
 		s.writeError(w, c, pub, nil)
 		return

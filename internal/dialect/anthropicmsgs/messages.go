@@ -22,8 +22,9 @@ type turns struct {
 	out  []canonical.Message
 	role string // role of the current turn, "" before the first message
 	// calls are the tool_use blocks of the last assistant turn, until the
-	// user turn after it ends.
+	// user turn after it ends; ids finds one by id in constant time.
 	calls []call
+	ids   dialect.Index
 	// sawContent: the current user turn already had a block other than a
 	// tool_result.
 	sawContent bool
@@ -166,6 +167,7 @@ func (t *turns) message(s *scanner, l path, n int) (isAssistant bool, _ *failure
 		}
 		if r == "assistant" {
 			t.calls = t.calls[:0]
+			t.ids.Reset()
 		}
 		t.role, t.sawContent = r, false
 	}
@@ -211,6 +213,7 @@ func (t *turns) endTurn() *failure.Public {
 		}
 	}
 	t.calls = t.calls[:0]
+	t.ids.Reset()
 	return nil
 }
 
@@ -271,10 +274,8 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 				data, fam := dialect.DecodeSignature(b.data)
 				m.Content = append(m.Content, canonical.Part{Type: canonical.PartRedactedThinking, Data: data, Family: fam})
 			case kindToolUse:
-				for _, c := range t.calls {
-					if c.ID == b.id {
-						return bad(l.at(j).f("id"), "`tool_use` ids must be unique: '%s' is used twice", b.id)
-					}
+				if _, dup := t.ids.Add(b.id); dup {
+					return bad(l.at(j).f("id"), "`tool_use` ids must be unique: '%s' is used twice", b.id)
 				}
 				tc := canonical.ToolCall{ID: b.id, Name: b.name, Arguments: b.input}
 				m.ToolCalls = append(m.ToolCalls, tc)
@@ -308,11 +309,8 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 
 // answer marks the call id as answered and returns its tool's name.
 func (t *turns) answer(id string, l path) (string, *failure.Public) {
-	for k := range t.calls {
+	if k, ok := t.ids.Find(id); ok {
 		c := &t.calls[k]
-		if c.ID != id {
-			continue
-		}
 		if c.answered {
 			return "", bad(l.f("tool_use_id"), "`tool_use` id '%s' already has a `tool_result` block", id)
 		}

@@ -71,6 +71,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		return nil, p
 	}
 	var out []canonical.Tool
+	var names dialect.Index // unique names, checked in constant time
 	for i := 0; ; i++ {
 		ok, p := s.NextElem(i == 0)
 		if p != nil {
@@ -83,7 +84,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if p != nil {
 			return nil, p
 		}
-		if dialect.Declared(out, t.Name) {
+		if _, dup := names.Add(t.Name); dup {
 			return nil, bad(l, "Tool names must be unique.")
 		}
 		out = append(out, t)

@@ -36,6 +36,8 @@ type toolWindow struct {
 	at       int // message index of the assistant turn
 	calls    []canonical.ToolCall
 	answered []bool
+	// ids finds a call by id in constant time.
+	ids dialect.Index
 }
 
 func (w *toolWindow) close() *failure.Public {
@@ -46,6 +48,7 @@ func (w *toolWindow) close() *failure.Public {
 		}
 	}
 	w.calls, w.answered = nil, w.answered[:0]
+	w.ids.Reset()
 	if ids != nil {
 		l := field("messages").At(w.at).F("tool_calls")
 		return bad(l, "Invalid parameter: the assistant message with '%s' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", l, strings.Join(ids, ", "))
@@ -108,8 +111,9 @@ func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *fail
 		out = append(out, canonical.Message{Role: canonical.RoleAssistant, Content: m.content, ToolCalls: m.toolCalls})
 		if len(m.toolCalls) > 0 {
 			w.at, w.calls = n, m.toolCalls
-			for range m.toolCalls {
+			for _, tc := range m.toolCalls {
 				w.answered = append(w.answered, false)
+				w.ids.Add(tc.ID)
 			}
 		}
 	}
@@ -129,10 +133,7 @@ func (w *toolWindow) answer(id string, ml loc) (string, *failure.Public) {
 	if w.calls == nil {
 		return "", bad(ml.F("role"), "Invalid parameter: '%s': messages with role 'tool' must be a response to a preceding message with 'tool_calls'.", ml.F("role"))
 	}
-	for k := range w.calls {
-		if w.calls[k].ID != id {
-			continue
-		}
+	if k, ok := w.ids.Find(id); ok {
 		if w.answered[k] {
 			return "", bad(ml.F("tool_call_id"), "Invalid parameter: '%s': tool call '%s' already has a response message.", ml.F("tool_call_id"), id)
 		}
@@ -443,6 +444,7 @@ func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
 
 // decodeToolCalls reads an assistant message's tool_calls.
 func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) {
+	var ids dialect.Index // unique ids, checked in constant time
 	if isNull, p := s.skipNull(); isNull || p != nil {
 		return nil, p
 	}
@@ -462,10 +464,8 @@ func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) 
 		if p != nil {
 			return nil, p
 		}
-		for k := range out {
-			if out[k].ID == tc.ID {
-				return nil, bad(l.At(j).F("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.At(j).F("id"), tc.ID)
-			}
+		if _, dup := ids.Add(tc.ID); dup {
+			return nil, bad(l.At(j).F("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.At(j).F("id"), tc.ID)
 		}
 		out = append(out, tc)
 	}

@@ -8,8 +8,6 @@ import (
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
-// maxTools is OpenAI's own limit on declared tools.
-const maxTools = 128
 
 func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 	l := field("tools")
@@ -20,6 +18,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		return nil, p
 	}
 	var out []canonical.Tool
+	var names dialect.Index // unique names, checked in constant time
 	for i := 0; ; i++ {
 		ok, p := s.NextElem(i == 0)
 		if p != nil {
@@ -28,14 +27,11 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if !ok {
 			break
 		}
-		if i == maxTools {
-			return nil, bad(l, "Invalid 'tools': array too long. Expected an array with maximum length %d.", maxTools)
-		}
 		t, p := decodeTool(s, l.At(i))
 		if p != nil {
 			return nil, p
 		}
-		if dialect.Declared(out, t.Name) {
+		if _, dup := names.Add(t.Name); dup {
 			nl := l.At(i).F("function").F("name")
 			return nil, bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, t.Name)
 		}

@@ -88,6 +88,8 @@ type conversation struct {
 	out      []canonical.Message
 	system   strings.Builder
 	calls    []pendingCall
+	// ids finds a pending call by id in constant time.
+	ids dialect.Index
 	// extend is true while the last message is an assistant turn that
 	// following function_call items join (Responses splits one turn into a
 	// message item and function_call items).
@@ -348,10 +350,8 @@ func (c *conversation) call(it *inputItem, il loc, n int) *failure.Public {
 			return p
 		}
 	}
-	for _, pc := range c.calls {
-		if pc.id == it.callID {
-			return bad(il.F("call_id"), "Invalid value for '%s': duplicate function call id '%s'.", il.F("call_id"), it.callID)
-		}
+	if _, dup := c.ids.Add(it.callID); dup {
+		return bad(il.F("call_id"), "Invalid value for '%s': duplicate function call id '%s'.", il.F("call_id"), it.callID)
 	}
 	args := it.args
 	if args == "" {
@@ -379,15 +379,9 @@ func (c *conversation) callOutput(it *inputItem, il loc) *failure.Public {
 	case it.seen&mOutput == 0:
 		return missing(il.F("output"))
 	}
-	k := -1
-	for i := range c.calls {
-		if c.calls[i].id == it.callID {
-			k = i
-			break
-		}
-	}
+	k, found := c.ids.Find(it.callID)
 	switch {
-	case k < 0:
+	case !found:
 		return bad(cl, "No tool call found for function call output with call_id %s (%s): a 'function_call_output' must follow the 'function_call' item it answers.", it.callID, cl)
 	case c.calls[k].answered:
 		return bad(cl, "Invalid value for '%s': function call '%s' already has an output.", cl, it.callID)
@@ -422,6 +416,7 @@ func (c *conversation) closeCalls() *failure.Public {
 		}
 	}
 	c.calls = c.calls[:0]
+	c.ids.Reset()
 	return nil
 }
 

@@ -24,6 +24,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		return nil, p
 	}
 	var out []canonical.Tool
+	var names dialect.Index // unique names, checked in constant time
 	for i := 0; ; i++ {
 		ok, p := s.NextElem(i == 0)
 		if p != nil {
@@ -39,7 +40,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 		if p != nil {
 			return nil, p
 		}
-		if dialect.Declared(out, t.Name) {
+		if _, dup := names.Add(t.Name); dup {
 			nl := l.At(i).F("name")
 			return nil, bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, t.Name)
 		}
