@@ -30,7 +30,6 @@ type script struct {
 	dispatchErr error
 	stallDial   bool
 	steps       []step
-	resp        *canonical.Response
 }
 
 // fakeAdapter plays one script per call, in order; calls past the end of
@@ -55,18 +54,6 @@ func (f *fakeAdapter) take(t *provider.Target) script {
 	s := f.scripts[f.calls]
 	f.calls++
 	return s
-}
-
-func (f *fakeAdapter) Complete(ctx context.Context, t *provider.Target, req *canonical.Request) (*canonical.Response, error) {
-	s := f.take(t)
-	if s.stallDial {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	if s.dispatchErr != nil {
-		return nil, s.dispatchErr
-	}
-	return s.resp, nil
 }
 
 func (f *fakeAdapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {

@@ -48,16 +48,18 @@ type AWSKeys struct {
 	SessionToken string
 }
 
-// Adapter speaks one provider's wire format. Errors are *failure.Error
-// values: transport failures with NoResponse set when no byte arrived, and
-// error answers classified by failure.Classify. Adapters do not enforce
+// Adapter speaks one provider's wire format, in streams only: a request
+// whose caller wanted no stream is still streamed upstream, and the engine
+// assembles the answer, so the silence bounds hold throughout and a
+// provider that dies halfway fails over. Errors are *failure.Error values:
+// transport failures with NoResponse set when no byte arrived, and error
+// answers classified by failure.Classify. Adapters do not enforce
 // timeouts: the engine cancels ctx when a silence bound fires.
 type Adapter interface {
-	// Complete sends a non-streaming request through the provider's
-	// non-streaming API.
-	Complete(ctx context.Context, t *Target, req *canonical.Request) (*canonical.Response, error)
-	// Stream sends a streaming request. It returns once response headers
-	// arrived with a success status; the stream yields the events.
+	// Stream sends req through the provider's streaming API (an
+	// embeddings request, which providers answer whole, through its own
+	// endpoint). It returns once response headers arrived with a success
+	// status; the stream yields the events.
 	Stream(ctx context.Context, t *Target, req *canonical.Request) (canonical.Stream, error)
 }
 

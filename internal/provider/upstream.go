@@ -19,7 +19,8 @@ const (
 	// MaxErrorBody bounds an error answer's body: enough for any real error
 	// JSON, small enough that a misbehaving upstream cannot balloon memory.
 	MaxErrorBody = 64 << 10
-	// MaxResponseBody bounds a non-streamed success body.
+	// MaxResponseBody bounds a success body read whole (an embeddings or
+	// count_tokens answer).
 	MaxResponseBody = 64 << 20
 )
 

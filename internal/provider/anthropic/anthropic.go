@@ -46,22 +46,9 @@ func (*Adapter) Check(req *canonical.Request) error {
 	return nil
 }
 
-// Complete sends req through the non-streaming API.
-func (*Adapter) Complete(ctx context.Context, t *provider.Target, req *canonical.Request) (*canonical.Response, error) {
-	resp, err := send(ctx, t, req, false)
-	if err != nil {
-		return nil, err
-	}
-	body, err := provider.ReadBody(resp)
-	if err != nil {
-		return nil, err
-	}
-	return decodeResponse(body)
-}
-
 // Stream sends req as a streaming request and returns once a 2xx arrived.
 func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
-	resp, err := send(ctx, t, req, true)
+	resp, err := send(ctx, t, req)
 	if err != nil {
 		return nil, err
 	}
@@ -72,13 +59,13 @@ func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.R
 	return newStream(resp.Body), nil
 }
 
-func send(ctx context.Context, t *provider.Target, req *canonical.Request, stream bool) (*http.Response, error) {
+func send(ctx context.Context, t *provider.Target, req *canonical.Request) (*http.Response, error) {
 	// The engine should have called Check; refusing here keeps a skipped
 	// check from turning into a silently degraded request.
 	if reason := unsupported(req); reason != "" {
 		return nil, provider.Unencodable(reason, nil)
 	}
-	body, err := encode(req, t, stream)
+	body, err := encode(req, t)
 	if err != nil {
 		return nil, provider.Unencodable("the request could not be encoded for this provider", err)
 	}
@@ -90,11 +77,7 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 		if len(req.Betas) > 0 {
 			h.Set("Anthropic-Beta", strings.Join(req.Betas, ","))
 		}
-		if stream {
-			h.Set("Accept", "text/event-stream")
-		} else {
-			h.Set("Accept", "application/json")
-		}
+		h.Set("Accept", "text/event-stream")
 	})
 	if err != nil {
 		return nil, err
@@ -111,7 +94,7 @@ func (*Adapter) CountTokens(ctx context.Context, t *provider.Target, req *canoni
 	if reason := unsupported(req); reason != "" {
 		return 0, provider.Unencodable(reason, nil)
 	}
-	body, err := encodeBody(req, t, false, true)
+	body, err := encodeBody(req, t, true)
 	if err != nil {
 		return 0, provider.Unencodable("the request could not be encoded for this provider", err)
 	}

@@ -57,7 +57,7 @@ func BenchmarkEncodeRequest(b *testing.B) {
 	tgt := target()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encode(req, tgt, true); err != nil {
+		if _, err := encode(req, tgt); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
@@ -83,103 +82,6 @@ func readStopDetails(d *wirejson.Decoder) string {
 		}
 	})
 	return explanation
-}
-
-// decodeResponse reads a non-streamed message.
-func decodeResponse(body []byte) (*canonical.Response, error) {
-	var (
-		d           wirejson.Decoder
-		resp        canonical.Response
-		text        strings.Builder
-		u           usage
-		explanation string
-		apiErr      failure.Answer
-		isErr       bool
-		stop        canonical.StopReason = canonical.StopEnd
-	)
-	d.Reset(body)
-	d.Object(func(key []byte) {
-		switch string(key) {
-		case "id":
-			resp.ID = d.Str()
-		case "model":
-			resp.Model = d.Str()
-		case "content":
-			d.Array(func() { readBlock(&d, &text, &resp) })
-		case "stop_reason":
-			stop = stopReason(d.Bytes())
-		case "stop_sequence":
-			resp.StopSequence = d.Str()
-		case "stop_details":
-			explanation = readStopDetails(&d)
-		case "usage":
-			u = readUsage(&d)
-		case "error":
-			isErr = !d.IsNull()
-			if isErr {
-				readErrorObject(&d, &apiErr)
-			}
-		}
-	})
-	if err := d.End(); err != nil {
-		return nil, failure.Malformed("message body", err)
-	}
-	if isErr {
-		apiErr.Status = statusOf(apiErr.Type)
-		return nil, failure.Classify(apiErr)
-	}
-	resp.Text = text.String()
-	resp.Stop = stop
-	if stop != canonical.StopSequence {
-		resp.StopSequence = ""
-	}
-	// A refusal's explanation is the visible refusal when the model said
-	// nothing itself.
-	if stop == canonical.StopRefusal && resp.Text == "" {
-		resp.Refusal = explanation
-	}
-	resp.Usage = u.canonical()
-	return &resp, nil
-}
-
-// readBlock reads one content block: text joins the answer's text,
-// tool_use becomes a tool call; thinking and server-tool blocks are not
-// part of the canonical answer.
-func readBlock(d *wirejson.Decoder, text *strings.Builder, resp *canonical.Response) {
-	var (
-		kind       blockKind
-		txt        string
-		id, name   string
-		input      []byte
-		inputValid = true
-	)
-	d.Object(func(key []byte) {
-		switch string(key) {
-		case "type":
-			kind = blockKindOf(d.Bytes())
-		case "text":
-			txt = d.Str()
-		case "id":
-			id = d.Str()
-		case "name":
-			name = d.Str()
-		case "input":
-			raw := d.Raw()
-			var ok bool
-			input, ok = wirejson.AppendCompact(nil, raw)
-			inputValid = ok
-		}
-	})
-	switch kind {
-	case blockText:
-		text.WriteString(txt)
-	case blockToolUse:
-		args := "{}"
-		if inputValid && len(input) > 0 {
-			args = string(input)
-		}
-		resp.ToolCalls = append(resp.ToolCalls, canonical.ToolCall{ID: id, Name: name, Arguments: args})
-	}
 }
 
 // blockKind is a content block's type, as far as the gateway cares.

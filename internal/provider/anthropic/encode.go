@@ -45,15 +45,15 @@ func unsupported(req *canonical.Request) string {
 	return ""
 }
 
-// encode writes req as a Messages body, appending by hand (this runs for
-// every attempt). unsupported(req) must be "".
-func encode(req *canonical.Request, t *provider.Target, stream bool) ([]byte, error) {
-	return encodeBody(req, t, stream, false)
+// encode writes req as a streamed Messages body, appending by hand (this
+// runs for every attempt). unsupported(req) must be "".
+func encode(req *canonical.Request, t *provider.Target) ([]byte, error) {
+	return encodeBody(req, t, false)
 }
 
 // encodeBody writes a Messages body; a count_tokens body (count) has no
-// max_tokens, sampling or stop fields, which that endpoint refuses.
-func encodeBody(req *canonical.Request, t *provider.Target, stream, count bool) ([]byte, error) {
+// max_tokens, sampling, stop or stream fields, which that endpoint refuses.
+func encodeBody(req *canonical.Request, t *provider.Target, count bool) ([]byte, error) {
 	b := make([]byte, 0, 512+req.InputBytes()*9/8)
 	b = append(b, '{')
 	b = wirejson.Key(b, "model")
@@ -126,9 +126,7 @@ func encodeBody(req *canonical.Request, t *provider.Target, stream, count bool) 
 	if b, err = appendOutputConfig(b, req); err != nil {
 		return nil, err
 	}
-	if stream {
-		b = append(b, `,"stream":true`...)
-	}
+	b = append(b, `,"stream":true`...)
 	return append(b, '}'), nil
 }
 

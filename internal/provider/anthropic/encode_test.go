@@ -70,36 +70,34 @@ func fullRequest() *canonical.Request {
 
 func TestEncodeGolden(t *testing.T) {
 	tests := []struct {
-		name   string
-		req    *canonical.Request
-		tgt    *provider.Target
-		stream bool
+		name string
+		req  *canonical.Request
+		tgt  *provider.Target
 	}{
 		{"minimal_default_max_tokens", &canonical.Request{Messages: []canonical.Message{user("Hello")}},
-			&provider.Target{Model: "claude-haiku-4-5"}, false},
-		{"minimal_stream_deployment_max_tokens", &canonical.Request{Messages: []canonical.Message{user("Hello")}, Stream: true}, target(), true},
-		{"full", fullRequest(), target(), false},
-		{"full_stream", fullRequest(), target(), true},
+			&provider.Target{Model: "claude-haiku-4-5"}},
+		{"minimal_deployment_max_tokens", &canonical.Request{Messages: []canonical.Message{user("Hello")}, Stream: true}, target()},
+		{"full", fullRequest(), target()},
 		{"tool_choice_without_tools", &canonical.Request{Messages: []canonical.Message{user("x")},
-			ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, ParallelToolCalls: ptr(false)}, target(), false},
+			ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, ParallelToolCalls: ptr(false)}, target()},
 		// Thinking within a budget, shown; the reasoning in history goes
 		// back unchanged, before the text.
 		{"thinking_budget_and_history", &canonical.Request{MaxTokens: 4096, Messages: []canonical.Message{user("x"),
 			{Role: canonical.RoleAssistant, Content: []canonical.Part{{Type: canonical.PartThinking, Text: "hmm", Signature: "sig", Family: canonical.FamilyClaude},
 				{Type: canonical.PartRedactedThinking, Data: "enc", Family: canonical.FamilyClaude}, canonical.TextPart("y")}}, user("z")},
-			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 2048, Show: true}}, target(), true},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 2048, Show: true}}, target()},
 		// An OpenAI caller's reasoning effort, with a JSON schema format: one
 		// output_config.
 		{"adaptive_effort_and_schema", &canonical.Request{Messages: []canonical.Message{user("x")},
 			Reasoning:      &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "minimal"},
-			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{"type":"object"}`)}}, target(), false},
+			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{"type":"object"}`)}}, target()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if reason := unsupported(tt.req); reason != "" {
 				t.Fatal(reason)
 			}
-			body, err := encode(tt.req, tt.tgt, tt.stream)
+			body, err := encode(tt.req, tt.tgt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +123,7 @@ func TestEncodeToolChoice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		body, err := encode(&canonical.Request{Messages: []canonical.Message{user("x")}, Tools: tools,
-			ToolChoice: tt.choice, ParallelToolCalls: tt.parallel}, target(), false)
+			ToolChoice: tt.choice, ParallelToolCalls: tt.parallel}, target())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,10 +179,14 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check = %v, want an error about %q", err, tt.wantErr)
 			}
 			// Sent anyway, it is refused before reaching the provider.
-			tgt, s := upstream(t, reply{body: `{}`})
-			_, err = New().Complete(context.Background(), tgt, tt.req)
+			tgt, s := upstream(t, sseReply("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+			st, err := New().Stream(context.Background(), tgt, tt.req)
+			if st != nil {
+				st.Close()
+				t.Fatal("a stream was returned for an unsupported request")
+			}
 			if fe := failure.As(err); fe == nil || fe.Class != failure.InvalidRequest || !strings.Contains(fe.Message, tt.wantErr) {
-				t.Errorf("Complete = %v, want invalid_request about %q", err, tt.wantErr)
+				t.Errorf("Stream = %v, want invalid_request about %q", err, tt.wantErr)
 			}
 			if _, path, _, _ := s.get(); path != "" {
 				t.Error("an unsupported request reached the provider")
@@ -194,28 +196,21 @@ func TestCheck(t *testing.T) {
 }
 
 // TestRequestHeaders checks path, auth, version, idempotency and the
-// provider's model id on the wire, for both APIs.
+// provider's model id on the wire. A request whose caller wanted no stream
+// is streamed all the same.
 func TestRequestHeaders(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		r := reply{body: `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`}
-		if stream {
-			r = sseReply("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-		}
-		tgt, s := upstream(t, r)
+	for _, callerStream := range []bool{false, true} {
+		tgt, s := upstream(t, sseReply("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
 		tgt.IdempotencyKey = "idem-rung-1"
-		req := &canonical.Request{Model: "public", Messages: []canonical.Message{user("x")}}
-		if stream {
-			st, err := New().Stream(context.Background(), tgt, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := drain(t, st); !isEOF(err) {
-				t.Fatal(err)
-			}
-			st.Close()
-		} else if _, err := New().Complete(context.Background(), tgt, req); err != nil {
+		req := &canonical.Request{Model: "public", Messages: []canonical.Message{user("x")}, Stream: callerStream}
+		st, err := New().Stream(context.Background(), tgt, req)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := drain(t, st); !isEOF(err) {
+			t.Fatal(err)
+		}
+		st.Close()
 		method, path, h, body := s.get()
 		if method != "POST" || path != "/v1/messages" {
 			t.Errorf("%s %s, want POST /v1/messages", method, path)
@@ -225,6 +220,7 @@ func TestRequestHeaders(t *testing.T) {
 			"Anthropic-Version": "2023-06-01",
 			"Content-Type":      "application/json",
 			"Idempotency-Key":   "idem-rung-1",
+			"Accept":            "text/event-stream",
 			"Authorization":     "",
 		} {
 			if got := h.Get(k); got != want {
@@ -238,8 +234,8 @@ func TestRequestHeaders(t *testing.T) {
 		if err := json.Unmarshal(body, &sent); err != nil {
 			t.Fatal(err)
 		}
-		if sent.Model != tgt.Model || sent.Stream != stream {
-			t.Errorf("sent model %q stream %v, want the target's model and stream=%v", sent.Model, sent.Stream, stream)
+		if sent.Model != tgt.Model || !sent.Stream {
+			t.Errorf("sent model %q stream %v, want the target's model, streamed (caller stream=%v)", sent.Model, sent.Stream, callerStream)
 		}
 	}
 }

@@ -62,40 +62,28 @@ func TestErrorStatuses(t *testing.T) {
 			class: failure.ProviderUnavailable, typ: "timeout_error"},
 	}
 	for _, tt := range tests {
-		for _, stream := range []bool{false, true} {
-			name := tt.name
-			if stream {
-				name += "/stream"
+		t.Run(tt.name, func(t *testing.T) {
+			tgt, _ := upstream(t, reply{status: tt.status, header: tt.header, body: tt.body})
+			req := &canonical.Request{Messages: []canonical.Message{user("x")}}
+			st, err := New().Stream(context.Background(), tgt, req)
+			if st != nil {
+				t.Fatal("a stream was returned for an error status")
 			}
-			t.Run(name, func(t *testing.T) {
-				tgt, _ := upstream(t, reply{status: tt.status, header: tt.header, body: tt.body})
-				req := &canonical.Request{Messages: []canonical.Message{user("x")}}
-				var err error
-				if stream {
-					var st canonical.Stream
-					st, err = New().Stream(context.Background(), tgt, req)
-					if st != nil {
-						t.Fatal("a stream was returned for an error status")
-					}
-				} else {
-					_, err = New().Complete(context.Background(), tgt, req)
-				}
-				fe := failure.As(err)
-				if fe == nil {
-					t.Fatalf("err = %v, want a *failure.Error", err)
-				}
-				if fe.Class != tt.class || fe.Status != tt.status || fe.RetryAfter != tt.retryAfter || fe.ProviderType != tt.typ {
-					t.Errorf("class %s status %d retry %v type %q, want %s %d %v %q",
-						fe.Class, fe.Status, fe.RetryAfter, fe.ProviderType, tt.class, tt.status, tt.retryAfter, tt.typ)
-				}
-				if strings.Contains(err.Error(), tgt.APIKey) {
-					t.Error("the error leaks the API key")
-				}
-				if strings.Contains(fe.Message, "req_011") {
-					t.Error("the caller-visible message carries the provider's request id")
-				}
-			})
-		}
+			fe := failure.As(err)
+			if fe == nil {
+				t.Fatalf("err = %v, want a *failure.Error", err)
+			}
+			if fe.Class != tt.class || fe.Status != tt.status || fe.RetryAfter != tt.retryAfter || fe.ProviderType != tt.typ {
+				t.Errorf("class %s status %d retry %v type %q, want %s %d %v %q",
+					fe.Class, fe.Status, fe.RetryAfter, fe.ProviderType, tt.class, tt.status, tt.retryAfter, tt.typ)
+			}
+			if strings.Contains(err.Error(), tgt.APIKey) {
+				t.Error("the error leaks the API key")
+			}
+			if strings.Contains(fe.Message, "req_011") {
+				t.Error("the caller-visible message carries the provider's request id")
+			}
+		})
 	}
 }
 
@@ -108,19 +96,16 @@ func TestTransportError(t *testing.T) {
 	ln.Close() // nothing listens: connection refused
 	tgt := &provider.Target{BaseURL: "http://" + addr, Model: "m", APIKey: "sk-ant-test-secret-key-123", HTTP: &http.Client{}}
 	req := &canonical.Request{Messages: []canonical.Message{user("x")}}
-	_, cerr := New().Complete(context.Background(), tgt, req)
-	_, serr := New().Stream(context.Background(), tgt, req)
-	for _, err := range []error{cerr, serr} {
-		fe := failure.As(err)
-		if fe == nil || fe.Class != failure.ProviderUnavailable || !fe.NoResponse {
-			t.Fatalf("err = %#v, want provider_unavailable with NoResponse", err)
-		}
-		var opErr *net.OpError
-		if !errors.As(err, &opErr) {
-			t.Errorf("the cause is not wrapped: %v", err)
-		}
-		if strings.Contains(err.Error(), tgt.APIKey) {
-			t.Error("the error leaks the API key")
-		}
+	_, err = New().Stream(context.Background(), tgt, req)
+	fe := failure.As(err)
+	if fe == nil || fe.Class != failure.ProviderUnavailable || !fe.NoResponse {
+		t.Fatalf("err = %#v, want provider_unavailable with NoResponse", err)
+	}
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) {
+		t.Errorf("the cause is not wrapped: %v", err)
+	}
+	if strings.Contains(err.Error(), tgt.APIKey) {
+		t.Error("the error leaks the API key")
 	}
 }

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -171,6 +172,13 @@ func TestStream(t *testing.T) {
 				"message_stop", msgStop),
 			want: []canonical.Event{evStart, evInput, evUsage, {Kind: canonical.EventStop, Stop: canonical.StopContextWindow}},
 		},
+		{
+			name: "unknown stop reason reads as end",
+			body: events("message_start", msgStart,
+				"message_delta", `{"type":"message_delta","delta":{"stop_reason":"something_new"},"usage":{"output_tokens":3}}`,
+				"message_stop", msgStop),
+			want: []canonical.Event{evStart, evInput, evUsage, evEndTur},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,17 +258,16 @@ func TestCancel(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() {
-				if phase == "headers" {
-					_, err := New().Complete(ctx, tgt, req)
-					done <- err
-					return
-				}
 				st, err := New().Stream(ctx, tgt, req)
 				if err != nil {
 					done <- err
 					return
 				}
 				defer st.Close()
+				if phase == "headers" {
+					done <- errors.New("a stream was returned before any header arrived")
+					return
+				}
 				for range 2 { // start, input usage
 					if _, err := st.Next(); err != nil {
 						done <- err

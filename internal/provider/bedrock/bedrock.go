@@ -1,5 +1,6 @@
-// Package bedrock is the upstream adapter for AWS Bedrock's Converse and
-// ConverseStream APIs, authenticated with a Bedrock API key or SigV4.
+// Package bedrock is the upstream adapter for AWS Bedrock's ConverseStream
+// API (InvokeModel for embeddings), authenticated with a Bedrock API key or
+// SigV4.
 package bedrock
 
 import (
@@ -62,33 +63,12 @@ func (*Adapter) Check(req *canonical.Request) error {
 	return nil
 }
 
-// Complete sends req through Converse.
-func (a *Adapter) Complete(ctx context.Context, t *provider.Target, req *canonical.Request) (*canonical.Response, error) {
-	resp, err := a.send(ctx, t, req, false)
-	if err != nil {
-		return nil, err
-	}
-	id := resp.Header.Get(requestIDHeader)
-	body, err := provider.ReadBody(resp)
-	if err != nil {
-		return nil, err
-	}
-	out, err := decodeResponse(body)
-	if err != nil {
-		return nil, err
-	}
-	// The body has no id and no model: the request id header is the only
-	// handle on the answer, and the model is the one we asked for.
-	out.ID, out.Model = id, t.Model
-	return out, nil
-}
-
 // Stream sends req through ConverseStream and returns once a 2xx arrived.
 func (a *Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
 	if req.Embed != nil {
 		return a.embed(ctx, t, req)
 	}
-	resp, err := a.send(ctx, t, req, true)
+	resp, err := a.send(ctx, t, req)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +80,7 @@ func (a *Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical
 	return newStream(resp.Body, resp.Header.Get(requestIDHeader), t.Model), nil
 }
 
-func (a *Adapter) send(ctx context.Context, t *provider.Target, req *canonical.Request, stream bool) (*http.Response, error) {
+func (a *Adapter) send(ctx context.Context, t *provider.Target, req *canonical.Request) (*http.Response, error) {
 	// The engine should have called Check; refusing here keeps a skipped
 	// check from turning into a silently degraded request.
 	if reason := unsupported(req); reason != "" {
@@ -110,11 +90,7 @@ func (a *Adapter) send(ctx context.Context, t *provider.Target, req *canonical.R
 	if err != nil {
 		return nil, provider.Unencodable("the request could not be encoded for this provider", err)
 	}
-	op, accept := opConverse, "application/json"
-	if stream {
-		op, accept = opConverseStream, eventStreamType
-	}
-	hreq, err := a.newRequest(ctx, t, body, op, accept)
+	hreq, err := a.newRequest(ctx, t, body, opConverseStream, eventStreamType)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +140,6 @@ func (a *Adapter) newRequest(ctx context.Context, t *provider.Target, body []byt
 
 // The operations spillway calls, as path suffixes.
 const (
-	opConverse       = "/converse"
 	opConverseStream = "/converse-stream"
 	opInvoke         = "/invoke"
 )

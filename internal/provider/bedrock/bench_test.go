@@ -47,18 +47,6 @@ func BenchmarkStreamDecode20(b *testing.B) {
 	}
 }
 
-func BenchmarkCompleteDecode(b *testing.B) {
-	body := []byte(converse(`{"text":"`+strings.Repeat("lorem ipsum ", 40)+`"},{"toolUse":{"toolUseId":"tooluse_1","name":"get_weather","input":{"city":"Paris","days":3}}}`,
-		`"tool_use"`, `{"inputTokens":30,"outputTokens":20,"totalTokens":50}`))
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := decodeResponse(body); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkEncodeRequest(b *testing.B) {
 	req := fullRequest()
 	req.Messages = append(req.Messages, canonical.Message{Role: canonical.RoleUser,

@@ -146,8 +146,12 @@ func TestEncodeRejectsBadJSON(t *testing.T) {
 		{Messages: []canonical.Message{user("x")}, Temperature: ptr(math.NaN())},
 	}
 	for i, req := range tests {
-		tgt, s := upstream(t, reply{body: []byte(`{}`)})
-		_, err := newAdapter().Complete(context.Background(), tgt, req)
+		tgt, s := upstream(t, streamReply(nil))
+		st, err := newAdapter().Stream(context.Background(), tgt, req)
+		if st != nil {
+			st.Close()
+			t.Fatalf("%d: a stream was returned for an unencodable request", i)
+		}
 		if fe := failure.As(err); fe == nil || fe.Class != failure.InvalidRequest {
 			t.Errorf("%d: err = %v, want invalid_request", i, err)
 		}
@@ -215,10 +219,14 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check = %v, want an error about %q", err, tt.wantErr)
 			}
 			// Sent anyway, it is refused before reaching the provider.
-			tgt, s := upstream(t, reply{body: []byte(`{}`)})
-			_, err = newAdapter().Complete(context.Background(), tgt, tt.req)
+			tgt, s := upstream(t, streamReply(nil))
+			st, err := newAdapter().Stream(context.Background(), tgt, tt.req)
+			if st != nil {
+				st.Close()
+				t.Fatal("a stream was returned for an unsupported request")
+			}
 			if fe := failure.As(err); fe == nil || fe.Class != failure.InvalidRequest || !strings.Contains(fe.Message, tt.wantErr) {
-				t.Errorf("Complete = %v, want invalid_request about %q", err, tt.wantErr)
+				t.Errorf("Stream = %v, want invalid_request about %q", err, tt.wantErr)
 			}
 			if _, path, _, _ := s.get(); path != "" {
 				t.Error("an unsupported request reached the provider")
@@ -227,55 +235,45 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-const okBody = `{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2},"metrics":{"latencyMs":5}}`
-
-// send runs one request (streamed or not) against r and returns what the
-// upstream saw.
-func sendOnce(t *testing.T, tgt *provider.Target, s *seen, stream bool) (string, http.Header, []byte) {
+// sendOnce streams one request, its caller wanting a stream or not, and
+// returns what the upstream saw.
+func sendOnce(t *testing.T, tgt *provider.Target, s *seen, callerStream bool) (string, http.Header, []byte) {
 	t.Helper()
-	req := &canonical.Request{Model: "public", Messages: []canonical.Message{user("x")}}
-	if stream {
-		st, err := newAdapter().Stream(context.Background(), tgt, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := drain(t, st); !isEOF(err) {
-			t.Fatal(err)
-		}
-		st.Close()
-	} else if _, err := newAdapter().Complete(context.Background(), tgt, req); err != nil {
+	req := &canonical.Request{Model: "public", Messages: []canonical.Message{user("x")}, Stream: callerStream}
+	st, err := newAdapter().Stream(context.Background(), tgt, req)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := drain(t, st); !isEOF(err) {
+		t.Fatal(err)
+	}
+	st.Close()
 	_, path, h, body := s.get()
 	return path, h, body
 }
 
 // TestRequestPathAndBearer checks the escaped path, the bearer key and the
-// other headers, for both APIs.
+// other headers. A request whose caller wanted no stream goes through
+// ConverseStream all the same.
 func TestRequestPathAndBearer(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		r := reply{body: []byte(okBody)}
-		op, accept := "/converse", "application/json"
-		if stream {
-			r = streamReply(join(ev("messageStart", `{"role":"assistant"}`), ev("messageStop", `{"stopReason":"end_turn"}`), ev("metadata", `{"usage":{"inputTokens":1,"outputTokens":0,"totalTokens":1}}`)))
-			op, accept = "/converse-stream", eventStreamType
-		}
+	for _, callerStream := range []bool{false, true} {
+		r := streamReply(join(ev("messageStart", `{"role":"assistant"}`), ev("messageStop", `{"stopReason":"end_turn"}`), ev("metadata", `{"usage":{"inputTokens":1,"outputTokens":0,"totalTokens":1}}`)))
 		tgt, s := upstream(t, r)
 		tgt.IdempotencyKey = "idem-rung-1"
 		tgt.AWS = &provider.AWSKeys{AccessKeyID: "AKID", SecretAccessKey: "secret"} // the API key wins
-		path, h, body := sendOnce(t, tgt, s, stream)
-		if want := profilePath + op; path != want {
+		path, h, body := sendOnce(t, tgt, s, callerStream)
+		if want := profilePath + "/converse-stream"; path != want {
 			t.Errorf("path %s\nwant %s", path, want)
 		}
 		for k, want := range map[string]string{
 			"Authorization":   "Bearer " + testKey,
 			"Content-Type":    "application/json",
-			"Accept":          accept,
+			"Accept":          eventStreamType,
 			"Idempotency-Key": "", // Converse has none
 			"X-Amz-Date":      "",
 		} {
 			if got := h.Get(k); got != want {
-				t.Errorf("stream=%v: %s = %q, want %q", stream, k, got, want)
+				t.Errorf("caller stream=%v: %s = %q, want %q", callerStream, k, got, want)
 			}
 		}
 		var sent map[string]json.RawMessage
@@ -290,17 +288,17 @@ func TestRequestPathAndBearer(t *testing.T) {
 
 func TestRequestPathJoinsBasePath(t *testing.T) {
 	tests := []struct{ base, model, want string }{
-		{"/", "amazon.nova-pro-v1:0", "/model/amazon.nova-pro-v1%3A0/converse"},
-		{"/proxy/bedrock/", "m", "/proxy/bedrock/model/m/converse"},
-		{"/a%2Fb", "meta.llama3-70b-instruct-v1:0", "/a%2Fb/model/meta.llama3-70b-instruct-v1%3A0/converse"},
-		{"", "a b/c?d#e%f", "/model/a%20b%2Fc%3Fd%23e%25f/converse"},
+		{"/", "amazon.nova-pro-v1:0", "/model/amazon.nova-pro-v1%3A0/converse-stream"},
+		{"/proxy/bedrock/", "m", "/proxy/bedrock/model/m/converse-stream"},
+		{"/a%2Fb", "meta.llama3-70b-instruct-v1:0", "/a%2Fb/model/meta.llama3-70b-instruct-v1%3A0/converse-stream"},
+		{"", "a b/c?d#e%f", "/model/a%20b%2Fc%3Fd%23e%25f/converse-stream"},
 	}
 	for _, tt := range tests {
 		r, err := http.NewRequest(http.MethodPost, "https://bedrock-runtime.us-east-1.amazonaws.com"+tt.base, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		setPath(r, tt.model, opConverse)
+		setPath(r, tt.model, opConverseStream)
 		if got := r.URL.EscapedPath(); got != tt.want {
 			t.Errorf("base %q model %q: %s, want %s", tt.base, tt.model, got, tt.want)
 		}
@@ -315,16 +313,12 @@ func TestRequestPathJoinsBasePath(t *testing.T) {
 // same keys, the received body's hash) gives the same Authorization.
 func TestSigV4(t *testing.T) {
 	for _, session := range []string{"", "FwoGZXIvYXdzEBYaDH"} {
-		for _, stream := range []bool{false, true} {
-			r := reply{body: []byte(okBody)}
-			if stream {
-				r = streamReply(join(ev("messageStart", `{"role":"assistant"}`), ev("messageStop", `{"stopReason":"end_turn"}`), ev("metadata", `{}`)))
-			}
-			tgt, s := upstream(t, r)
+		for _, callerStream := range []bool{false, true} {
+			tgt, s := upstream(t, streamReply(join(ev("messageStart", `{"role":"assistant"}`), ev("messageStop", `{"stopReason":"end_turn"}`), ev("metadata", `{}`))))
 			tgt.APIKey = ""
 			tgt.AWS = &provider.AWSKeys{AccessKeyID: "AKIAIOSFODNN7EXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", SessionToken: session}
 			tgt.Region = "eu-west-3"
-			path, h, body := sendOnce(t, tgt, s, stream)
+			path, h, body := sendOnce(t, tgt, s, callerStream)
 			auth := h.Get("Authorization")
 			if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20260102/eu-west-3/bedrock/aws4_request, SignedHeaders=") {
 				t.Fatalf("Authorization %q", auth)
@@ -374,9 +368,13 @@ func TestMisbound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tgt, s := upstream(t, reply{body: []byte(okBody)})
+			tgt, s := upstream(t, streamReply(nil))
 			tt.edit(tgt)
-			_, err := newAdapter().Complete(context.Background(), tgt, hello())
+			st, err := newAdapter().Stream(context.Background(), tgt, hello())
+			if st != nil {
+				st.Close()
+				t.Fatal("a stream was returned for a misbound deployment")
+			}
 			fe := failure.As(err)
 			if fe == nil || fe.Class != failure.ProviderBindingInvalid || !fe.NoResponse || !strings.Contains(fe.Detail, tt.want) {
 				t.Fatalf("err = %v, want provider_binding_invalid about %q", err, tt.want)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/provider"
 )
@@ -69,42 +68,30 @@ func TestErrorStatuses(t *testing.T) {
 		{name: "the type decides over the status", status: 400, header: amzn("AccessDeniedException"), body: `{"message":"x"}`, class: failure.ProviderAuthentication, typ: "AccessDeniedException"},
 	}
 	for _, tt := range tests {
-		for _, stream := range []bool{false, true} {
-			name := tt.name
-			if stream {
-				name += "/stream"
+		t.Run(tt.name, func(t *testing.T) {
+			tgt, _ := upstream(t, reply{status: tt.status, header: tt.header, body: []byte(tt.body)})
+			st, err := newAdapter().Stream(context.Background(), tgt, hello())
+			if st != nil {
+				t.Fatal("a stream was returned for an error status")
 			}
-			t.Run(name, func(t *testing.T) {
-				tgt, _ := upstream(t, reply{status: tt.status, header: tt.header, body: []byte(tt.body)})
-				var err error
-				if stream {
-					var st canonical.Stream
-					st, err = newAdapter().Stream(context.Background(), tgt, hello())
-					if st != nil {
-						t.Fatal("a stream was returned for an error status")
-					}
-				} else {
-					_, err = newAdapter().Complete(context.Background(), tgt, hello())
-				}
-				fe := failure.As(err)
-				if fe == nil {
-					t.Fatalf("err = %v, want a *failure.Error", err)
-				}
-				if fe.Class != tt.class || fe.Status != tt.status || fe.RetryAfter != tt.retryAfter || fe.ProviderType != tt.typ {
-					t.Errorf("class %s status %d retry %v type %q, want %s %d %v %q",
-						fe.Class, fe.Status, fe.RetryAfter, fe.ProviderType, tt.class, tt.status, tt.retryAfter, tt.typ)
-				}
-				if tt.msg != "" && fe.Message != tt.msg {
-					t.Errorf("message %q, want %q", fe.Message, tt.msg)
-				}
-				if p := fe.ToPublic(); strings.Contains(p.Message, "123456789012") || strings.Contains(p.Message, "arn:aws") {
-					t.Errorf("the caller would see provider detail: %q", p.Message)
-				}
-				if strings.Contains(err.Error(), testKey) {
-					t.Error("the error leaks the API key")
-				}
-			})
-		}
+			fe := failure.As(err)
+			if fe == nil {
+				t.Fatalf("err = %v, want a *failure.Error", err)
+			}
+			if fe.Class != tt.class || fe.Status != tt.status || fe.RetryAfter != tt.retryAfter || fe.ProviderType != tt.typ {
+				t.Errorf("class %s status %d retry %v type %q, want %s %d %v %q",
+					fe.Class, fe.Status, fe.RetryAfter, fe.ProviderType, tt.class, tt.status, tt.retryAfter, tt.typ)
+			}
+			if tt.msg != "" && fe.Message != tt.msg {
+				t.Errorf("message %q, want %q", fe.Message, tt.msg)
+			}
+			if p := fe.ToPublic(); strings.Contains(p.Message, "123456789012") || strings.Contains(p.Message, "arn:aws") {
+				t.Errorf("the caller would see provider detail: %q", p.Message)
+			}
+			if strings.Contains(err.Error(), testKey) {
+				t.Error("the error leaks the API key")
+			}
+		})
 	}
 }
 
@@ -130,19 +117,16 @@ func TestTransportError(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens: connection refused
 	tgt := &provider.Target{BaseURL: "http://" + addr, Model: "m", APIKey: testKey, HTTP: &http.Client{}}
-	_, cerr := newAdapter().Complete(context.Background(), tgt, hello())
-	_, serr := newAdapter().Stream(context.Background(), tgt, hello())
-	for _, err := range []error{cerr, serr} {
-		fe := failure.As(err)
-		if fe == nil || fe.Class != failure.ProviderUnavailable || !fe.NoResponse {
-			t.Fatalf("err = %#v, want provider_unavailable with NoResponse", err)
-		}
-		var opErr *net.OpError
-		if !errors.As(err, &opErr) {
-			t.Errorf("the cause is not wrapped: %v", err)
-		}
-		if strings.Contains(err.Error(), testKey) {
-			t.Error("the error leaks the API key")
-		}
+	_, err = newAdapter().Stream(context.Background(), tgt, hello())
+	fe := failure.As(err)
+	if fe == nil || fe.Class != failure.ProviderUnavailable || !fe.NoResponse {
+		t.Fatalf("err = %#v, want provider_unavailable with NoResponse", err)
+	}
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) {
+		t.Errorf("the cause is not wrapped: %v", err)
+	}
+	if strings.Contains(err.Error(), testKey) {
+		t.Error("the error leaks the API key")
 	}
 }

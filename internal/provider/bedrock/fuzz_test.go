@@ -76,30 +76,6 @@ func FuzzEventPayload(f *testing.F) {
 	})
 }
 
-// FuzzResponse feeds arbitrary bodies to the Converse decoder.
-func FuzzResponse(f *testing.F) {
-	f.Add([]byte(okBody))
-	f.Add([]byte(converse(`{"toolUse":{"toolUseId":"t","name":"f","input":{"a":[1,{"b":null}]}}}`, `"tool_use"`, plainUsage)))
-	f.Add([]byte(converse(``, `"malformed_model_output"`, plainUsage)))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		resp, err := decodeResponse(body)
-		if err != nil {
-			if failure.As(err) == nil {
-				t.Fatalf("unclassified error: %v", err)
-			}
-			return
-		}
-		if !json.Valid(body) {
-			t.Fatalf("accepted invalid JSON %q", body)
-		}
-		for _, tc := range resp.ToolCalls {
-			if !json.Valid([]byte(tc.Arguments)) {
-				t.Fatalf("tool arguments %q are not JSON", tc.Arguments)
-			}
-		}
-	})
-}
-
 // FuzzErrorBody feeds arbitrary error bodies and type strings.
 func FuzzErrorBody(f *testing.F) {
 	f.Add([]byte(`{"__type":"com.amazon.bedrock#ThrottlingException","message":"slow"}`), "ThrottlingException:http://x")

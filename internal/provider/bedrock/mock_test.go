@@ -16,7 +16,7 @@ import (
 )
 
 // The adapter against the fault-injecting Bedrock mock: every fault of the
-// menu, streamed and not, signed with SigV4 and with an API key.
+// menu, signed with SigV4 and with an API key.
 
 func mockTarget(t *testing.T, sigv4 bool) (*provider.Target, *mock.Mock) {
 	t.Helper()
@@ -61,21 +61,16 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 
 // outcome is what one attempt came to.
 type outcome struct {
-	resp   *canonical.Response // Complete
-	events []canonical.Event   // Stream
+	events []canonical.Event
 	err    error
 }
 
-func attempt(t *testing.T, tgt *provider.Target, fault string, stream bool, req *canonical.Request, timeout time.Duration) outcome {
+func attempt(t *testing.T, tgt *provider.Target, fault string, req *canonical.Request, timeout time.Duration) outcome {
 	t.Helper()
 	tg := *tgt
 	tg.HTTP = faultClient(tgt.HTTP, fault)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if !stream {
-		resp, err := New().Complete(ctx, &tg, req)
-		return outcome{resp: resp, err: err}
-	}
 	st, err := New().Stream(ctx, &tg, req)
 	if err != nil {
 		return outcome{err: err}
@@ -114,23 +109,14 @@ func TestAgainstMockFaults(t *testing.T) {
 		r.Tools = []canonical.Tool{{Name: "get_weather"}, {Name: "get_time"}}
 		return r
 	}
-	type check func(t *testing.T, o outcome, stream bool)
+	type check func(t *testing.T, o outcome)
 	success := func(stop canonical.StopReason, deltas, calls int, textPrefix string) check {
-		return func(t *testing.T, o outcome, stream bool) {
+		return func(t *testing.T, o outcome) {
 			t.Helper()
-			var r canonical.Response
-			n := deltas
-			if stream {
-				if !isEOF(o.err) {
-					t.Fatalf("stream ended with %v", o.err)
-				}
-				r, n = summary(o.events)
-			} else {
-				if o.err != nil {
-					t.Fatal(o.err)
-				}
-				r = *o.resp
+			if !isEOF(o.err) {
+				t.Fatalf("stream ended with %v", o.err)
 			}
+			r, n := summary(o.events)
 			if r.Stop != stop || n != deltas || len(r.ToolCalls) != calls || !strings.HasPrefix(r.Text, textPrefix) {
 				t.Errorf("stop %s, %d deltas, %d calls, text %q; want %s, %d, %d, %q…", r.Stop, n, len(r.ToolCalls), r.Text, stop, deltas, calls, textPrefix)
 			}
@@ -149,7 +135,7 @@ func TestAgainstMockFaults(t *testing.T) {
 		}
 	}
 	fails := func(class failure.Class, status int, typ string, retry time.Duration) check {
-		return func(t *testing.T, o outcome, stream bool) {
+		return func(t *testing.T, o outcome) {
 			t.Helper()
 			fe := failure.As(o.err)
 			if fe == nil || fe.Class != class || fe.Status != status || fe.ProviderType != typ || fe.RetryAfter != retry {
@@ -158,12 +144,12 @@ func TestAgainstMockFaults(t *testing.T) {
 		}
 	}
 	broken := func(contentDeltas int, wantErr func(error) bool) check {
-		return func(t *testing.T, o outcome, stream bool) {
+		return func(t *testing.T, o outcome) {
 			t.Helper()
 			if !wantErr(o.err) {
 				t.Fatalf("err = %v", o.err)
 			}
-			if _, n := summary(o.events); stream && n != contentDeltas {
+			if _, n := summary(o.events); n != contentDeltas {
 				t.Errorf("%d content deltas before the break, want %d", n, contentDeltas)
 			}
 		}
@@ -176,91 +162,76 @@ func TestAgainstMockFaults(t *testing.T) {
 		return unavailable(err) && errors.Is(err, context.DeadlineExceeded)
 	}
 	tests := []struct {
-		fault     string
-		req       *canonical.Request
-		nonStream check // nil: same as stream
-		stream    check
-		timeout   time.Duration
+		fault   string
+		req     *canonical.Request
+		want    check
+		timeout time.Duration
 	}{
-		{fault: "", stream: success(canonical.StopEnd, 8, 0, "mock br ")},
-		{fault: "tokens=3;cached=2", stream: success(canonical.StopEnd, 3, 0, "mock")},
-		{fault: "tokens=0", stream: success(canonical.StopEnd, 0, 0, "")},
-		{fault: "tools=2", req: withTools(), stream: success(canonical.StopToolUse, 2*len(`{"city":"Paris"}`)/4, 2, "")},
-		{fault: "tool=get_time", req: withTools(), stream: success(canonical.StopToolUse, len(`{"city":"Paris"}`)/4, 1, "")},
-		{fault: "refusal", stream: success(canonical.StopContentFilter, 0, 0, "")},
-		{fault: "refusal;tokens=3", stream: success(canonical.StopContentFilter, 3, 0, "mock")},
-		{fault: "delay=5ms", stream: success(canonical.StopEnd, 8, 0, "mock")},
-		{fault: "event_delay=1ms;tokens=2", stream: success(canonical.StopEnd, 2, 0, "mock")},
-		{fault: "status=503;p=0", stream: success(canonical.StopEnd, 8, 0, "mock")},
-		{fault: "status=400", stream: fails(failure.InvalidRequest, 400, "ValidationException", 0)},
-		{fault: "status=401", stream: fails(failure.ProviderAuthentication, 401, "UnrecognizedClientException", 0)},
-		{fault: "status=402", stream: fails(failure.ProviderCreditExhausted, 402, "ValidationException", 0)},
-		{fault: "status=403", stream: fails(failure.ProviderAuthentication, 403, "AccessDeniedException", 0)},
-		{fault: "status=404", stream: fails(failure.ProviderBindingInvalid, 404, "ResourceNotFoundException", 0)},
-		{fault: "status=408", stream: fails(failure.ProviderUnavailable, 408, "ModelTimeoutException", 0)},
-		{fault: "status=413", stream: fails(failure.InvalidRequest, 413, "ValidationException", 0)},
-		{fault: "status=424", stream: fails(failure.ProviderUnavailable, 424, "ModelErrorException", 0)},
-		{fault: "status=429", stream: fails(failure.Throttled, 429, "ThrottlingException", 0)},
-		{fault: "status=429;retry_after=36", stream: fails(failure.Throttled, 429, "ThrottlingException", 36*time.Second)},
-		{fault: "status=429;error_type=ModelNotReadyException", stream: fails(failure.Throttled, 429, "ModelNotReadyException", 0)},
-		{fault: "status=500", stream: fails(failure.ProviderUnavailable, 500, "InternalServerException", 0)},
-		{fault: "status=502", stream: fails(failure.ProviderUnavailable, 502, "InternalServerException", 0)},
-		{fault: "status=503", stream: fails(failure.ProviderUnavailable, 503, "ServiceUnavailableException", 0)},
-		{fault: "status=529", stream: fails(failure.ProviderUnavailable, 503, "ServiceUnavailableException", 0)},
+		{fault: "", want: success(canonical.StopEnd, 8, 0, "mock br ")},
+		{fault: "tokens=3;cached=2", want: success(canonical.StopEnd, 3, 0, "mock")},
+		{fault: "tokens=0", want: success(canonical.StopEnd, 0, 0, "")},
+		{fault: "tools=2", req: withTools(), want: success(canonical.StopToolUse, 2*len(`{"city":"Paris"}`)/4, 2, "")},
+		{fault: "tool=get_time", req: withTools(), want: success(canonical.StopToolUse, len(`{"city":"Paris"}`)/4, 1, "")},
+		{fault: "refusal", want: success(canonical.StopContentFilter, 0, 0, "")},
+		{fault: "refusal;tokens=3", want: success(canonical.StopContentFilter, 3, 0, "mock")},
+		{fault: "delay=5ms", want: success(canonical.StopEnd, 8, 0, "mock")},
+		{fault: "event_delay=1ms;tokens=2", want: success(canonical.StopEnd, 2, 0, "mock")},
+		{fault: "status=503;p=0", want: success(canonical.StopEnd, 8, 0, "mock")},
+		{fault: "status=400", want: fails(failure.InvalidRequest, 400, "ValidationException", 0)},
+		{fault: "status=401", want: fails(failure.ProviderAuthentication, 401, "UnrecognizedClientException", 0)},
+		{fault: "status=402", want: fails(failure.ProviderCreditExhausted, 402, "ValidationException", 0)},
+		{fault: "status=403", want: fails(failure.ProviderAuthentication, 403, "AccessDeniedException", 0)},
+		{fault: "status=404", want: fails(failure.ProviderBindingInvalid, 404, "ResourceNotFoundException", 0)},
+		{fault: "status=408", want: fails(failure.ProviderUnavailable, 408, "ModelTimeoutException", 0)},
+		{fault: "status=413", want: fails(failure.InvalidRequest, 413, "ValidationException", 0)},
+		{fault: "status=424", want: fails(failure.ProviderUnavailable, 424, "ModelErrorException", 0)},
+		{fault: "status=429", want: fails(failure.Throttled, 429, "ThrottlingException", 0)},
+		{fault: "status=429;retry_after=36", want: fails(failure.Throttled, 429, "ThrottlingException", 36*time.Second)},
+		{fault: "status=429;error_type=ModelNotReadyException", want: fails(failure.Throttled, 429, "ModelNotReadyException", 0)},
+		{fault: "status=500", want: fails(failure.ProviderUnavailable, 500, "InternalServerException", 0)},
+		{fault: "status=502", want: fails(failure.ProviderUnavailable, 502, "InternalServerException", 0)},
+		{fault: "status=503", want: fails(failure.ProviderUnavailable, 503, "ServiceUnavailableException", 0)},
+		{fault: "status=529", want: fails(failure.ProviderUnavailable, 503, "ServiceUnavailableException", 0)},
 		{fault: "error_after=2",
-			nonStream: fails(failure.ProviderUnavailable, 503, "ServiceUnavailableException", 0),
-			stream: broken(2, func(err error) bool {
+			want: broken(2, func(err error) bool {
 				fe := failure.As(err)
 				return fe != nil && fe.Status == 503 && fe.ProviderType == "serviceUnavailableException"
 			})},
 		{fault: "error_after=1;error_type=throttlingException",
-			nonStream: fails(failure.Throttled, 429, "ThrottlingException", 0),
-			stream:    broken(1, func(err error) bool { return classOf(err) == failure.Throttled })},
+			want: broken(1, func(err error) bool { return classOf(err) == failure.Throttled })},
 		{fault: "error_after=1;error_type=modelStreamErrorException",
-			nonStream: fails(failure.ProviderUnavailable, 424, "ModelStreamErrorException", 0),
-			stream:    broken(1, func(err error) bool { fe := failure.As(err); return fe != nil && fe.Status == 424 && unavailable(err) })},
+			want: broken(1, func(err error) bool { fe := failure.As(err); return fe != nil && fe.Status == 424 && unavailable(err) })},
 		{fault: "error_after=1;error_type=validationException",
-			nonStream: fails(failure.InvalidRequest, 400, "ValidationException", 0),
-			stream:    broken(1, func(err error) bool { return classOf(err) == failure.InvalidRequest })},
-		{fault: "die_after=3", nonStream: broken(0, unavailable), stream: broken(3, truncated)},
-		{fault: "die_after=0", nonStream: broken(0, unavailable), stream: broken(0, truncated)},
-		{fault: "malformed_after=2", nonStream: broken(0, unavailable),
-			stream: broken(2, func(err error) bool { return unavailable(err) && strings.Contains(err.Error(), "checksum") })},
-		{fault: "no_terminal", nonStream: success(canonical.StopEnd, 8, 0, "mock"), stream: broken(8, truncated)},
-		{fault: "stall", stream: broken(0, timedOut), timeout: 100 * time.Millisecond},
-		{fault: "stall_after=2", nonStream: broken(0, timedOut), stream: broken(2, timedOut), timeout: 100 * time.Millisecond},
+			want: broken(1, func(err error) bool { return classOf(err) == failure.InvalidRequest })},
+		{fault: "die_after=3", want: broken(3, truncated)},
+		{fault: "die_after=0", want: broken(0, truncated)},
+		{fault: "malformed_after=2",
+			want: broken(2, func(err error) bool { return unavailable(err) && strings.Contains(err.Error(), "checksum") })},
+		{fault: "no_terminal", want: broken(8, truncated)},
+		{fault: "stall", want: broken(0, timedOut), timeout: 100 * time.Millisecond},
+		{fault: "stall_after=2", want: broken(2, timedOut), timeout: 100 * time.Millisecond},
 	}
 	for _, sigv4 := range []bool{false, true} {
 		tgt, _ := mockTarget(t, sigv4)
 		for _, tt := range tests {
-			for _, stream := range []bool{false, true} {
-				name := tt.fault
-				if name == "" {
-					name = "healthy"
-				}
-				if stream {
-					name += "/stream"
-				}
-				if sigv4 {
-					name = "sigv4/" + name
-				}
-				t.Run(name, func(t *testing.T) {
-					req := tt.req
-					if req == nil {
-						req = hello()
-					}
-					timeout := tt.timeout
-					if timeout == 0 {
-						timeout = 5 * time.Second
-					}
-					o := attempt(t, tgt, tt.fault, stream, req, timeout)
-					c := tt.stream
-					if !stream && tt.nonStream != nil {
-						c = tt.nonStream
-					}
-					c(t, o, stream)
-				})
+			name := tt.fault
+			if name == "" {
+				name = "healthy"
 			}
+			if sigv4 {
+				name = "sigv4/" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				req := tt.req
+				if req == nil {
+					req = hello()
+				}
+				timeout := tt.timeout
+				if timeout == 0 {
+					timeout = 5 * time.Second
+				}
+				tt.want(t, attempt(t, tgt, tt.fault, req, timeout))
+			})
 		}
 	}
 }
@@ -272,14 +243,11 @@ func TestMockAcceptsFullRequest(t *testing.T) {
 	tgt, m := mockTarget(t, true)
 	req := fullRequest()
 	req.Messages = req.Messages[:len(req.Messages)-1] // end on the user turn
-	for _, stream := range []bool{false, true} {
-		o := attempt(t, tgt, "", stream, req, 5*time.Second)
-		if o.err != nil && !isEOF(o.err) {
-			t.Fatalf("stream=%v: %v", stream, o.err)
-		}
+	if o := attempt(t, tgt, "", req, 5*time.Second); !isEOF(o.err) {
+		t.Fatal(o.err)
 	}
 	recs := m.Requests()
-	if len(recs) != 2 || recs[0].Path != "/model/"+profileARN+"/converse" || recs[1].Path != "/model/"+profileARN+"/converse-stream" {
+	if len(recs) != 1 || recs[0].Path != "/model/"+profileARN+"/converse-stream" {
 		t.Fatalf("requests %+v", recs)
 	}
 	if auth := recs[0].Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 ") {

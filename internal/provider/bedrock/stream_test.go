@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -93,6 +94,8 @@ func TestStream(t *testing.T) {
 			want: []canonical.Event{evStart, evHi, evUsage}, wantClass: failure.ProviderUnavailable, detail: "without messageStop"},
 		{name: "malformed tool use, usage still counted", body: join(fStart, fHi, ev("messageStop", `{"stopReason":"malformed_tool_use"}`), fMetadata),
 			want: []canonical.Event{evStart, evHi, evUsage}, wantClass: failure.ProviderUnavailable, detail: "malformed_tool_use"},
+		{name: "malformed model output", body: join(fStart, fHi, ev("messageStop", `{"stopReason":"malformed_model_output"}`), fMetadata),
+			want: []canonical.Event{evStart, evHi, evUsage}, wantClass: failure.ProviderUnavailable, detail: "malformed_model_output"},
 		{name: "throttlingException mid-stream", body: join(fStart, fHi, exception("throttlingException", `{"message":"Too many tokens per day, please wait before trying again."}`)),
 			want: []canonical.Event{evStart, evHi}, wantClass: failure.Throttled, wantType: "throttlingException", wantStatus: 429},
 		{name: "ThrottlingException, shape-name spelling", body: exception("ThrottlingException", `{"message":"slow"}`),
@@ -171,9 +174,33 @@ func TestStream(t *testing.T) {
 			want: []canonical.Event{evStart, evEnd, evUsage},
 		},
 		{
-			name: "stop sequence and context window",
+			name: "stop sequence",
 			body: join(fStart, ev("messageStop", `{"stopReason":"stop_sequence"}`), ev("metadata", `{}`)),
 			want: []canonical.Event{evStart, {Kind: canonical.EventStop, Stop: canonical.StopSequence}},
+		},
+		{
+			name: "context window exceeded",
+			body: join(fStart, fHi, ev("messageStop", `{"stopReason":"model_context_window_exceeded"}`), ev("metadata", `{}`)),
+			want: []canonical.Event{evStart, evHi, {Kind: canonical.EventStop, Stop: canonical.StopContextWindow}},
+		},
+		{
+			name: "unknown stop reason reads as end",
+			body: join(fStart, ev("messageStop", `{"stopReason":"something_new"}`), fMetadata),
+			want: []canonical.Event{evStart, evEnd, evUsage},
+		},
+		{
+			name: "a guardrail's blocked message stays text",
+			body: join(fStart, ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Sorry, the model cannot answer this question."}}`),
+				ev("messageStop", `{"stopReason":"guardrail_intervened"}`), fMetadata),
+			want: []canonical.Event{evStart, {Kind: canonical.EventTextDelta, Text: "Sorry, the model cannot answer this question."},
+				{Kind: canonical.EventStop, Stop: canonical.StopContentFilter}, evUsage},
+		},
+		{
+			name: "a total that leaves the cache out means inputTokens already counts it",
+			body: join(fStart, fHi, fEndTurn,
+				ev("metadata", `{"usage":{"inputTokens":5312,"outputTokens":7,"totalTokens":5319,"cacheReadInputTokens":5000,"cacheWriteInputTokens":300}}`)),
+			want: []canonical.Event{evStart, evHi, evEnd,
+				{Kind: canonical.EventUsage, Usage: canonical.Usage{InputTokens: 5312, CachedInputTokens: 5000, CacheWriteTokens: 300, OutputTokens: 7}}},
 		},
 	}
 	for _, tt := range tests {
@@ -216,6 +243,9 @@ func TestStream(t *testing.T) {
 	}
 }
 
+// okBody is a Converse (non-streamed) answer.
+const okBody = `{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2},"metrics":{"latencyMs":5}}`
+
 func TestStreamJSONInsteadOfEvents(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -252,7 +282,7 @@ func TestCancel(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		if strings.HasSuffix(r.URL.Path, "-stream") {
+		if !strings.Contains(r.URL.Path, "/model/silent/") {
 			w.Header().Set("Content-Type", eventStreamType)
 			_, _ = w.Write(fStart)
 			w.(http.Flusher).Flush()
@@ -267,23 +297,26 @@ func TestCancel(t *testing.T) {
 
 	for _, phase := range []string{"headers", "events", "close"} {
 		t.Run(phase, func(t *testing.T) {
-			tgt := &provider.Target{BaseURL: srv.URL, Model: "m", APIKey: testKey, HTTP: srv.Client()}
+			model := "m"
+			if phase == "headers" {
+				model = "silent" // no header ever comes
+			}
+			tgt := &provider.Target{BaseURL: srv.URL, Model: model, APIKey: testKey, HTTP: srv.Client()}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
 			started := make(chan canonical.Stream, 1)
 			go func() {
-				if phase == "headers" {
-					_, err := newAdapter().Complete(ctx, tgt, hello())
-					done <- err
-					return
-				}
 				st, err := newAdapter().Stream(ctx, tgt, hello())
 				if err != nil {
 					done <- err
 					return
 				}
 				defer st.Close()
+				if phase == "headers" {
+					done <- errors.New("a stream was returned before any header arrived")
+					return
+				}
 				if _, err := st.Next(); err != nil { // messageStart
 					done <- err
 					return

@@ -49,17 +49,6 @@ func BenchmarkStreamDecode20(b *testing.B) {
 	}
 }
 
-func BenchmarkDecodeResponse(b *testing.B) {
-	body := []byte(gen(`{"text":"`+strings.Repeat("lorem ipsum ", 40)+`"},{"functionCall":{"name":"get_weather","args":{"city":"Paris","units":"c"}}}`, "STOP", ""))
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := decodeResponse(body); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkEncodeRequest(b *testing.B) {
 	req := fullRequest()
 	req.Messages = append(req.Messages, canonical.Message{Role: canonical.RoleUser,

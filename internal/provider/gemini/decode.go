@@ -3,7 +3,6 @@ package gemini
 import (
 	"hash/fnv"
 	"strconv"
-	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
@@ -121,9 +120,10 @@ type part struct {
 	args string
 }
 
-// readPart reads a Part. Thought parts (thought: true) are hidden
-// reasoning summaries and are dropped by the callers; executable code,
-// inline data and other kinds are not asked for and are skipped.
+// readPart reads a Part. Thought parts (thought: true) are reasoning
+// summaries, which the stream carries as the answer's thinking block;
+// executable code, inline data and other kinds are not asked for and are
+// skipped.
 func readPart(d *wirejson.Decoder, p *part) {
 	*p = part{}
 	d.Object(func(key []byte) {
@@ -238,79 +238,4 @@ func callID(id, responseID string, ordinal int) string {
 	b = append(b, '_')
 	b = strconv.AppendInt(b, int64(ordinal), 10)
 	return string(b)
-}
-
-// decodeResponse reads a non-streamed GenerateContentResponse.
-func decodeResponse(body []byte) (*canonical.Response, error) {
-	var (
-		d            wirejson.Decoder
-		resp         canonical.Response
-		cand         candidate
-		hasCand      bool
-		u            usage
-		block, blMsg string
-		rpc          rpcError
-		isErr        bool
-	)
-	d.Reset(body)
-	d.Object(func(key []byte) {
-		switch string(key) {
-		case "candidates":
-			d.Array(func() {
-				if !hasCand { // only candidate 0 is asked for
-					hasCand = true
-					readCandidate(&d, &cand)
-				}
-			})
-		case "promptFeedback":
-			block, blMsg = readFeedback(&d)
-		case "usageMetadata":
-			u = readUsage(&d)
-		case "modelVersion":
-			resp.Model = d.Str()
-		case "responseId":
-			resp.ID = d.Str()
-		case "error":
-			if isErr = !d.IsNull(); isErr {
-				readRPCError(&d, &rpc)
-			}
-		}
-	})
-	if err := d.End(); err != nil {
-		return nil, failure.Malformed("generateContent body", err)
-	}
-	if isErr {
-		return nil, rpc.answer()
-	}
-	resp.Usage = u.canonical()
-	if block != "" && (!hasCand || len(cand.parts) == 0 && cand.finish == finishNone) {
-		resp.Stop, resp.Refusal = canonical.StopRefusal, blockedText(block, blMsg)
-		return &resp, nil
-	}
-	if !hasCand {
-		return nil, failure.Malformed("generateContent body has neither candidates nor a prompt block", nil)
-	}
-	if cand.finish == finishBadCall {
-		return nil, badCall(cand.finishName)
-	}
-	var text strings.Builder
-	for i := range cand.parts {
-		p := &cand.parts[i]
-		switch {
-		case p.call:
-			resp.ToolCalls = append(resp.ToolCalls, canonical.ToolCall{
-				ID: callID(p.id, resp.ID, len(resp.ToolCalls)), Name: p.name, Arguments: p.args})
-		case !p.thought:
-			text.WriteString(p.text)
-		}
-	}
-	resp.Text = text.String()
-	// A body without finishReason is whole JSON, so nothing was cut: it
-	// reads as a natural end.
-	f := cand.finish
-	if f == finishNone {
-		f = finishEnd
-	}
-	resp.Stop = f.stop(len(resp.ToolCalls) > 0)
-	return &resp, nil
 }

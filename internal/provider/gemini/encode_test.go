@@ -195,16 +195,14 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check = %v, want an error about %q", err, tt.wantErr)
 			}
 			// Sent anyway, it is refused before reaching the provider.
-			tgt, s := upstream(t, reply{body: `{}`})
-			for _, stream := range []bool{false, true} {
-				if stream {
-					_, err = New().Stream(context.Background(), tgt, tt.req)
-				} else {
-					_, err = New().Complete(context.Background(), tgt, tt.req)
-				}
-				if fe := failure.As(err); fe == nil || fe.Class != failure.InvalidRequest || !strings.Contains(fe.Message, tt.wantErr) {
-					t.Errorf("stream=%v: %v, want invalid_request about %q", stream, err, tt.wantErr)
-				}
+			tgt, s := upstream(t, sseReply(chunks(chLo)))
+			st, err := New().Stream(context.Background(), tgt, tt.req)
+			if st != nil {
+				st.Close()
+				t.Fatal("a stream was returned for an unsupported request")
+			}
+			if fe := failure.As(err); fe == nil || fe.Class != failure.InvalidRequest || !strings.Contains(fe.Message, tt.wantErr) {
+				t.Errorf("Stream = %v, want invalid_request about %q", err, tt.wantErr)
 			}
 			if _, uri, _, _ := s.get(); uri != "" {
 				t.Error("an unsupported request reached the provider")
@@ -215,59 +213,46 @@ func TestCheck(t *testing.T) {
 
 func TestEndpoint(t *testing.T) {
 	tests := []struct {
-		model, want, wantStream string
+		model, want string
 	}{
-		{"gemini-2.5-flash", "/v1beta/models/gemini-2.5-flash:generateContent", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
-		{"models/gemini-2.5-pro", "/v1beta/models/gemini-2.5-pro:generateContent", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"},
-		{"tunedModels/my-model-1", "/v1beta/tunedModels/my-model-1:generateContent", "/v1beta/tunedModels/my-model-1:streamGenerateContent?alt=sse"},
+		{"gemini-2.5-flash", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
+		{"models/gemini-2.5-pro", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"},
+		{"tunedModels/my-model-1", "/v1beta/tunedModels/my-model-1:streamGenerateContent?alt=sse"},
 	}
 	for _, tt := range tests {
 		tgt := &provider.Target{BaseURL: "https://generativelanguage.googleapis.com", Model: tt.model}
-		if got := endpoint(tgt, false); got != tgt.BaseURL+tt.want {
+		if got := endpoint(tgt); got != tgt.BaseURL+tt.want {
 			t.Errorf("%s: %s, want %s", tt.model, got, tt.want)
-		}
-		if got := endpoint(tgt, true); got != tgt.BaseURL+tt.wantStream {
-			t.Errorf("%s stream: %s, want %s", tt.model, got, tt.wantStream)
 		}
 	}
 }
 
-// TestRequestHeaders checks the method, URL, auth and body on the wire for
-// both APIs: the key goes in x-goog-api-key (never a bearer token), and
-// the body is the same whether the answer streams or not.
+// TestRequestHeaders checks the method, URL, auth and body on the wire:
+// the key goes in x-goog-api-key (never a bearer token), and a request
+// whose caller wanted no stream is streamed all the same, with the same
+// body.
 func TestRequestHeaders(t *testing.T) {
 	var bodies [2][]byte
-	for i, stream := range []bool{false, true} {
-		r := reply{body: `{"candidates":[{"content":{"parts":[{"text":"ok"}],"role":"model"},"finishReason":"STOP","index":0}],"responseId":"r1"}`}
-		if stream {
-			r = sseReply(chunks(`{"candidates":[{"content":{"parts":[{"text":"ok"}],"role":"model"},"finishReason":"STOP","index":0}],"responseId":"r1"}`))
-		}
-		tgt, s := upstream(t, r)
+	for i, callerStream := range []bool{false, true} {
+		tgt, s := upstream(t, sseReply(chunks(`{"candidates":[{"content":{"parts":[{"text":"ok"}],"role":"model"},"finishReason":"STOP","index":0}],"responseId":"r1"}`)))
 		req := fullRequest()
-		if stream {
-			st, err := New().Stream(context.Background(), tgt, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := drain(t, st); !isEOF(err) {
-				t.Fatal(err)
-			}
-			st.Close()
-		} else if _, err := New().Complete(context.Background(), tgt, req); err != nil {
+		req.Stream = callerStream
+		st, err := New().Stream(context.Background(), tgt, req)
+		if err != nil {
 			t.Fatal(err)
 		}
-		method, uri, h, body := s.get()
-		if want := endpoint(&provider.Target{Model: tgt.Model}, stream); method != "POST" || uri != want {
-			t.Errorf("%s %s, want POST %s", method, uri, want)
+		if _, err := drain(t, st); !isEOF(err) {
+			t.Fatal(err)
 		}
-		accept := "application/json"
-		if stream {
-			accept = "text/event-stream"
+		st.Close()
+		method, uri, h, body := s.get()
+		if want := endpoint(&provider.Target{Model: tgt.Model}); method != "POST" || uri != want {
+			t.Errorf("%s %s, want POST %s", method, uri, want)
 		}
 		for k, want := range map[string]string{
 			"X-Goog-Api-Key": testKey,
 			"Content-Type":   "application/json",
-			"Accept":         accept,
+			"Accept":         "text/event-stream",
 			"Authorization":  "",
 		} {
 			if got := h.Get(k); got != want {
@@ -280,7 +265,7 @@ func TestRequestHeaders(t *testing.T) {
 		bodies[i] = body
 	}
 	if !bytes.Equal(bodies[0], bodies[1]) {
-		t.Errorf("stream and non-stream bodies differ:\n%s\n%s", bodies[0], bodies[1])
+		t.Errorf("the bodies differ with the caller's stream flag:\n%s\n%s", bodies[0], bodies[1])
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/provider"
 )
@@ -96,47 +95,35 @@ func TestErrorStatuses(t *testing.T) {
 			class: failure.ProviderUnavailable, typ: "INTERNAL"},
 	}
 	for _, tt := range tests {
-		for _, stream := range []bool{false, true} {
-			name := tt.name
-			if stream {
-				name += "/stream"
+		t.Run(tt.name, func(t *testing.T) {
+			tgt, _ := upstream(t, reply{status: tt.status, header: tt.header, body: tt.body})
+			st, err := New().Stream(context.Background(), tgt, hello())
+			if st != nil {
+				t.Fatal("a stream was returned for an error status")
 			}
-			t.Run(name, func(t *testing.T) {
-				tgt, _ := upstream(t, reply{status: tt.status, header: tt.header, body: tt.body})
-				var err error
-				if stream {
-					var st canonical.Stream
-					st, err = New().Stream(context.Background(), tgt, hello())
-					if st != nil {
-						t.Fatal("a stream was returned for an error status")
-					}
-				} else {
-					_, err = New().Complete(context.Background(), tgt, hello())
-				}
-				fe := failure.As(err)
-				if fe == nil {
-					t.Fatalf("err = %v, want a *failure.Error", err)
-				}
-				if fe.Status != tt.status || fe.RetryAfter != tt.retryAfter || fe.ProviderType != tt.typ || fe.ProviderCode != tt.code || fe.Param != tt.param {
-					t.Errorf("status %d retry %v type %q code %q param %q, want %d %v %q %q %q",
-						fe.Status, fe.RetryAfter, fe.ProviderType, fe.ProviderCode, fe.Param, tt.status, tt.retryAfter, tt.typ, tt.code, tt.param)
-				}
-				switch {
-				case fe.Class == tt.class && tt.missingRow != "":
-					t.Errorf("failure.Classify now has the row %s: drop the missingRow note", tt.missingRow)
-				case fe.Class != tt.class && tt.missingRow != "":
-					t.Logf("contract gap: classified %s, DESIGN.md wants %s; failure.Classify needs: %s", fe.Class, tt.class, tt.missingRow)
-				case fe.Class != tt.class:
-					t.Errorf("class %s, want %s", fe.Class, tt.class)
-				}
-				if strings.Contains(err.Error(), tgt.APIKey) {
-					t.Error("the error leaks the API key")
-				}
-				if strings.Contains(fe.ToPublic().Message, "123456789012") {
-					t.Error("the caller-visible message carries the project number")
-				}
-			})
-		}
+			fe := failure.As(err)
+			if fe == nil {
+				t.Fatalf("err = %v, want a *failure.Error", err)
+			}
+			if fe.Status != tt.status || fe.RetryAfter != tt.retryAfter || fe.ProviderType != tt.typ || fe.ProviderCode != tt.code || fe.Param != tt.param {
+				t.Errorf("status %d retry %v type %q code %q param %q, want %d %v %q %q %q",
+					fe.Status, fe.RetryAfter, fe.ProviderType, fe.ProviderCode, fe.Param, tt.status, tt.retryAfter, tt.typ, tt.code, tt.param)
+			}
+			switch {
+			case fe.Class == tt.class && tt.missingRow != "":
+				t.Errorf("failure.Classify now has the row %s: drop the missingRow note", tt.missingRow)
+			case fe.Class != tt.class && tt.missingRow != "":
+				t.Logf("contract gap: classified %s, DESIGN.md wants %s; failure.Classify needs: %s", fe.Class, tt.class, tt.missingRow)
+			case fe.Class != tt.class:
+				t.Errorf("class %s, want %s", fe.Class, tt.class)
+			}
+			if strings.Contains(err.Error(), tgt.APIKey) {
+				t.Error("the error leaks the API key")
+			}
+			if strings.Contains(fe.ToPublic().Message, "123456789012") {
+				t.Error("the caller-visible message carries the project number")
+			}
+		})
 	}
 }
 
@@ -241,19 +228,16 @@ func TestTransportError(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens: connection refused
 	tgt := &provider.Target{BaseURL: "http://" + addr, Model: "gemini-2.5-flash", APIKey: testKey, HTTP: &http.Client{}}
-	_, cerr := New().Complete(context.Background(), tgt, hello())
-	_, serr := New().Stream(context.Background(), tgt, hello())
-	for _, err := range []error{cerr, serr} {
-		fe := failure.As(err)
-		if fe == nil || fe.Class != failure.ProviderUnavailable || !fe.NoResponse {
-			t.Fatalf("err = %#v, want provider_unavailable with NoResponse", err)
-		}
-		var opErr *net.OpError
-		if !errors.As(err, &opErr) {
-			t.Errorf("the cause is not wrapped: %v", err)
-		}
-		if strings.Contains(err.Error(), tgt.APIKey) {
-			t.Error("the error leaks the API key")
-		}
+	_, err = New().Stream(context.Background(), tgt, hello())
+	fe := failure.As(err)
+	if fe == nil || fe.Class != failure.ProviderUnavailable || !fe.NoResponse {
+		t.Fatalf("err = %#v, want provider_unavailable with NoResponse", err)
+	}
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) {
+		t.Errorf("the cause is not wrapped: %v", err)
+	}
+	if strings.Contains(err.Error(), tgt.APIKey) {
+		t.Error("the error leaks the API key")
 	}
 }

@@ -134,27 +134,3 @@ func FuzzRetryDelay(f *testing.F) {
 		}
 	})
 }
-
-// FuzzDecodeResponse feeds arbitrary bodies to the non-stream decoder.
-func FuzzDecodeResponse(f *testing.F) {
-	f.Add([]byte(gen(`{"text":"a"},{"functionCall":{"name":"f","args":{"x":1}}}`, "STOP", "")))
-	f.Add([]byte(`{"promptFeedback":{"blockReason":"SAFETY"}}`))
-	f.Add([]byte(`{"error":{"code":503,"status":"UNAVAILABLE"}}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		resp, err := decodeResponse(body)
-		if err != nil {
-			if failure.As(err) == nil {
-				t.Fatalf("unclassified error %v", err)
-			}
-			return
-		}
-		if resp.Stop == "" {
-			t.Fatal("a response without a stop reason")
-		}
-		for _, tc := range resp.ToolCalls {
-			if tc.ID == "" || !wirejson.Valid([]byte(tc.Arguments)) || tc.Arguments[0] != '{' {
-				t.Fatalf("tool call %+v", tc)
-			}
-		}
-	})
-}

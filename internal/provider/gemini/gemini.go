@@ -1,5 +1,5 @@
 // Package gemini is the upstream adapter for the Google Gemini API
-// (generateContent and streamGenerateContent with alt=sse).
+// (streamGenerateContent with alt=sse, and the embeddings methods).
 //
 // Gemini differs from the other providers in ways that shape this adapter:
 // the model and the streaming mode are in the URL, not the body; function
@@ -49,19 +49,6 @@ func (*Adapter) Check(req *canonical.Request) error {
 	return nil
 }
 
-// Complete sends req through generateContent.
-func (*Adapter) Complete(ctx context.Context, t *provider.Target, req *canonical.Request) (*canonical.Response, error) {
-	resp, err := send(ctx, t, req, false)
-	if err != nil {
-		return nil, err
-	}
-	body, err := provider.ReadBody(resp)
-	if err != nil {
-		return nil, err
-	}
-	return decodeResponse(body)
-}
-
 // Stream sends req through streamGenerateContent?alt=sse and returns once a
 // 2xx arrived.
 func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
@@ -71,7 +58,7 @@ func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.R
 		}
 		return embed(ctx, t, req)
 	}
-	resp, err := send(ctx, t, req, true)
+	resp, err := send(ctx, t, req)
 	if err != nil {
 		return nil, err
 	}
@@ -87,9 +74,10 @@ func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.R
 // nothing to Gemini.
 const errTokenIDs = "Gemini embeds text only, not token ids"
 
-// endpoint is the method's URL. A model id that already names a resource
-// ("tunedModels/x", "models/x") is used as is; a bare id goes under models/.
-func endpoint(t *provider.Target, stream bool) string {
+// endpoint is streamGenerateContent's URL. A model id that already names a
+// resource ("tunedModels/x", "models/x") is used as is; a bare id goes
+// under models/.
+func endpoint(t *provider.Target) string {
 	model := t.Model
 	if !strings.Contains(model, "/") {
 		model = "models/" + model
@@ -99,15 +87,11 @@ func endpoint(t *provider.Target, stream bool) string {
 	b.WriteString(t.BaseURL)
 	b.WriteString("/" + apiVersion + "/")
 	b.WriteString(model)
-	if stream {
-		b.WriteString(":streamGenerateContent?alt=sse")
-	} else {
-		b.WriteString(":generateContent")
-	}
+	b.WriteString(":streamGenerateContent?alt=sse")
 	return b.String()
 }
 
-func send(ctx context.Context, t *provider.Target, req *canonical.Request, stream bool) (*http.Response, error) {
+func send(ctx context.Context, t *provider.Target, req *canonical.Request) (*http.Response, error) {
 	// The engine should have called Check; refusing here keeps a skipped
 	// check from turning into a silently degraded request.
 	if reason := unsupported(req); reason != "" {
@@ -117,15 +101,11 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 	if err != nil {
 		return nil, provider.Unencodable("the request could not be encoded for this provider", err)
 	}
-	resp, err := provider.Post(ctx, t, endpoint(t, stream), body, func(h http.Header) {
+	resp, err := provider.Post(ctx, t, endpoint(t), body, func(h http.Header) {
 		if t.APIKey != "" {
 			h.Set("X-Goog-Api-Key", t.APIKey)
 		}
-		if stream {
-			h.Set("Accept", "text/event-stream")
-		} else {
-			h.Set("Accept", "application/json")
-		}
+		h.Set("Accept", "text/event-stream")
 	})
 	if err != nil {
 		return nil, err

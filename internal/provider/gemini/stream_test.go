@@ -107,6 +107,49 @@ func TestStreamDecode(t *testing.T) {
 			wantEnd: isEOF,
 		},
 		{
+			name: "function call args: compacted, or {} when not an object",
+			body: chunks(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{ "city" : "Paris", "units": ["c"] }}},{"functionCall":{"name":"odd","args":[1]}}]},"finishReason":"STOP","index":0}],"responseId":"r1"}`),
+			want: []canonical.Event{{Kind: canonical.EventStart, ID: "r1"},
+				{Kind: canonical.EventToolCallStart, Index: 0, ID: callID("", "r1", 0), Name: "get_weather"},
+				{Kind: canonical.EventToolCallDelta, Index: 0, Text: `{"city":"Paris","units":["c"]}`},
+				{Kind: canonical.EventToolCallStart, Index: 1, ID: callID("", "r1", 1), Name: "odd"},
+				{Kind: canonical.EventToolCallDelta, Index: 1, Text: `{}`},
+				{Kind: canonical.EventStop, Stop: canonical.StopToolUse}},
+			wantEnd: isEOF,
+		},
+		{
+			name: "a thought flag after the text; parts of other kinds skipped",
+			body: chunks(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hmm","thoughtSignature":"c2ln","thought":true},{"executableCode":{"code":"1"}},{"text":"ok"}]},"finishReason":"STOP","index":0}],"responseId":"r1"}`),
+			want: []canonical.Event{{Kind: canonical.EventStart, ID: "r1"},
+				{Kind: canonical.EventThinkingDelta, Index: 0, Text: "hmm"},
+				{Kind: canonical.EventThinkingSignature, Index: 0, Text: "c2ln", Family: canonical.FamilyGemini},
+				text("ok"), evEnd},
+			wantEnd: isEOF,
+		},
+		{
+			name:    "only the first candidate counts",
+			body:    chunks(`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"STOP"},{"content":{"parts":[{"text":"b"}]},"finishReason":"MAX_TOKENS","index":1}],"responseId":"r1"}`),
+			want:    []canonical.Event{{Kind: canonical.EventStart, ID: "r1"}, text("a"), evEnd},
+			wantEnd: isEOF,
+		},
+		{
+			name: "usage: cached inside the prompt, thoughts are output and reasoning, tool-use prompt is input",
+			body: chunks(`{"candidates":[{"content":{"parts":[{"text":"ok"}],"role":"model"},"finishReason":"STOP","index":0}],` +
+				`"usageMetadata":{"promptTokenCount":5000,"cachedContentTokenCount":4096,"candidatesTokenCount":12,"thoughtsTokenCount":1171,"toolUsePromptTokenCount":30,"totalTokenCount":6213,` +
+				`"cacheTokensDetails":[{"modality":"TEXT","tokenCount":4096}]},"modelVersion":"gemini-2.5-pro","responseId":"r9"}`),
+			want: []canonical.Event{{Kind: canonical.EventStart, ID: "r9", Name: "gemini-2.5-pro"}, text("ok"),
+				{Kind: canonical.EventUsage, Usage: canonical.Usage{InputTokens: 5030, CachedInputTokens: 4096, OutputTokens: 1183, ReasoningTokens: 1171}},
+				evEnd},
+			wantEnd: isEOF,
+		},
+		{
+			name: "prompt blocked: Gemini's message is the refusal",
+			body: chunks(`{"candidates":[],"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","blockReasonMessage":"The prompt was blocked.","safetyRatings":[]},"usageMetadata":{"promptTokenCount":20,"totalTokenCount":20},"modelVersion":"gemini-2.5-flash","responseId":"r1"}`),
+			want: []canonical.Event{evStart, {Kind: canonical.EventRefusalDelta, Text: "The prompt was blocked."},
+				{Kind: canonical.EventUsage, Usage: canonical.Usage{InputTokens: 20}}, {Kind: canonical.EventStop, Stop: canonical.StopRefusal}},
+			wantEnd: isEOF,
+		},
+		{
 			name:    "prompt blocked: a refusal, and a complete answer",
 			body:    chunks(`{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"gemini-2.5-flash","responseId":"r1"}`),
 			want:    []canonical.Event{evStart, {Kind: canonical.EventRefusalDelta, Text: blockedText("SAFETY", "")}, {Kind: canonical.EventUsage, Usage: canonical.Usage{InputTokens: 9}}, {Kind: canonical.EventStop, Stop: canonical.StopRefusal}},
@@ -309,15 +352,9 @@ func TestCancellation(t *testing.T) {
 	// Cancelled before the answer: no byte arrived.
 	ctx, cancel = context.WithCancel(context.Background())
 	cancel()
-	for _, stream := range []bool{false, true} {
-		if stream {
-			_, err = New().Stream(ctx, tgt, hello())
-		} else {
-			_, err = New().Complete(ctx, tgt, hello())
-		}
-		if fe := failure.As(err); fe == nil || !fe.NoResponse || !errors.Is(err, context.Canceled) {
-			t.Errorf("stream=%v cancelled before sending: %v", stream, err)
-		}
+	_, err = New().Stream(ctx, tgt, hello())
+	if fe := failure.As(err); fe == nil || !fe.NoResponse || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled before sending: %v", err)
 	}
 }
 

@@ -52,7 +52,7 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		Content: []canonical.Part{canonical.TextPart(strings.Repeat("lorem ipsum ", 200))}})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encode(req, "gpt-4o", true); err != nil {
+		if _, err := encode(req, "gpt-4o"); err != nil {
 			b.Fatal(err)
 		}
 	}

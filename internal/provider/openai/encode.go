@@ -12,11 +12,11 @@ import (
 // dialects without the concept (Anthropic callers) leave empty.
 const defaultSchemaName = "response"
 
-// encode writes req as a Chat Completions body for model, appending by hand
-// rather than through reflection: this runs for every attempt. Streaming
-// always asks for the usage chunk: the gateway bills from it whatever the
-// caller asked.
-func encode(req *canonical.Request, model string, stream bool) ([]byte, error) {
+// encode writes req as a streamed Chat Completions body for model,
+// appending by hand rather than through reflection: this runs for every
+// attempt. It always asks for the usage chunk: the gateway bills from it
+// whatever the caller asked.
+func encode(req *canonical.Request, model string) ([]byte, error) {
 	b := make([]byte, 0, 512+req.InputBytes()*9/8)
 	b = append(b, '{')
 	b = wirejson.Key(b, "model")
@@ -77,9 +77,7 @@ func encode(req *canonical.Request, model string, stream bool) ([]byte, error) {
 			b = append(b, '"')
 		}
 	}
-	if stream {
-		b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
-	}
+	b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
 	return append(b, '}'), nil
 }
 

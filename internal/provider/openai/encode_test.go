@@ -61,31 +61,28 @@ func fullRequest() *canonical.Request {
 
 func TestEncodeGolden(t *testing.T) {
 	tests := []struct {
-		name   string
-		req    *canonical.Request
-		stream bool
+		name string
+		req  *canonical.Request
 	}{
-		{"minimal", &canonical.Request{Messages: []canonical.Message{user("Hello")}}, false},
-		{"minimal_stream", &canonical.Request{Messages: []canonical.Message{user("Hello")}, Stream: true}, true},
-		{"full", fullRequest(), false},
-		{"full_stream", fullRequest(), true},
+		{"minimal", &canonical.Request{Messages: []canonical.Message{user("Hello")}}},
+		{"full", fullRequest()},
 		{"tool_choice_without_tools", &canonical.Request{Messages: []canonical.Message{user("x")},
-			ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, ParallelToolCalls: ptr(true)}, false},
+			ToolChoice: &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, ParallelToolCalls: ptr(true)}},
 		{"json_object", &canonical.Request{Messages: []canonical.Message{user("x")},
-			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONObject}}, false},
+			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONObject}}},
 		{"json_schema_unnamed", &canonical.Request{Messages: []canonical.Message{user("x")},
-			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{"type":"object"}`)}}, false},
+			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: json.RawMessage(`{"type":"object"}`)}}},
 		{"text_format_and_empty_message", &canonical.Request{Messages: []canonical.Message{{Role: canonical.RoleUser}},
-			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatText}}, false},
+			ResponseFormat: &canonical.ResponseFormat{Type: canonical.FormatText}}},
 		// A thinking budget becomes the nearest effort level.
 		{"reasoning_budget", &canonical.Request{Messages: []canonical.Message{user("x")},
-			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 4096}}, true},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningBudget, BudgetTokens: 4096}}},
 		{"reasoning_effort", &canonical.Request{Messages: []canonical.Message{user("x")},
-			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "high"}}, false},
+			Reasoning: &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: "high"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body, err := encode(tt.req, "gpt-4o-2024-08-06", tt.stream)
+			body, err := encode(tt.req, "gpt-4o-2024-08-06")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +104,7 @@ func TestEncodeToolChoice(t *testing.T) {
 		{&canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: "f"}, `{"type":"function","function":{"name":"f"}}`},
 	}
 	for _, tt := range tests {
-		body, err := encode(&canonical.Request{Messages: []canonical.Message{user("x")}, Tools: tools, ToolChoice: tt.choice}, "m", false)
+		body, err := encode(&canonical.Request{Messages: []canonical.Message{user("x")}, Tools: tools, ToolChoice: tt.choice}, "m")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,8 +123,12 @@ func TestEncodeToolChoice(t *testing.T) {
 func TestEncodeInvalidRawJSON(t *testing.T) {
 	req := &canonical.Request{Messages: []canonical.Message{user("x")},
 		Tools: []canonical.Tool{{Name: "f", Parameters: json.RawMessage(`{not json`)}}}
-	tgt, s := upstream(t, reply{body: `{}`})
-	_, err := New().Complete(context.Background(), tgt, req)
+	tgt, s := upstream(t, sseReply("data: [DONE]\n\n"))
+	st, err := New().Stream(context.Background(), tgt, req)
+	if st != nil {
+		st.Close()
+		t.Fatal("a stream was returned for an unencodable request")
+	}
 	if got := classOf(err); got != "invalid_request" {
 		t.Fatalf("class = %q (%v), want invalid_request", got, err)
 	}
@@ -137,28 +138,21 @@ func TestEncodeInvalidRawJSON(t *testing.T) {
 }
 
 // TestRequestHeaders checks path, auth, idempotency and the provider's
-// model id on the wire, for both APIs.
+// model id on the wire. A request whose caller wanted no stream is
+// streamed all the same.
 func TestRequestHeaders(t *testing.T) {
-	for _, stream := range []bool{false, true} {
+	for _, callerStream := range []bool{false, true} {
 		for _, key := range []string{"sk-test-secret-key-123", ""} {
-			r := reply{body: `{"id":"x","model":"m","choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"}]}`}
-			if stream {
-				r = sseReply("data: [DONE]\n\n")
-			}
-			tgt, s := upstream(t, r)
+			tgt, s := upstream(t, sseReply("data: [DONE]\n\n"))
 			tgt.APIKey = key
 			tgt.IdempotencyKey = "idem-rung-1"
-			req := &canonical.Request{Model: "public", Messages: []canonical.Message{user("x")}}
-			if stream {
-				st, err := New().Stream(context.Background(), tgt, req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, _ = drain(t, st)
-				st.Close()
-			} else if _, err := New().Complete(context.Background(), tgt, req); err != nil {
+			req := &canonical.Request{Model: "public", Messages: []canonical.Message{user("x")}, Stream: callerStream}
+			st, err := New().Stream(context.Background(), tgt, req)
+			if err != nil {
 				t.Fatal(err)
 			}
+			_, _ = drain(t, st)
+			st.Close()
 			method, path, h, body := s.get()
 			if method != "POST" || path != "/v1/chat/completions" {
 				t.Errorf("%s %s, want POST /v1/chat/completions", method, path)
@@ -176,15 +170,22 @@ func TestRequestHeaders(t *testing.T) {
 			if got := h.Get("Content-Type"); got != "application/json" {
 				t.Errorf("Content-Type = %q", got)
 			}
+			if got := h.Get("Accept"); got != "text/event-stream" {
+				t.Errorf("Accept = %q", got)
+			}
 			var sent struct {
-				Model  string `json:"model"`
-				Stream bool   `json:"stream"`
+				Model         string `json:"model"`
+				Stream        bool   `json:"stream"`
+				StreamOptions struct {
+					IncludeUsage bool `json:"include_usage"`
+				} `json:"stream_options"`
 			}
 			if err := json.Unmarshal(body, &sent); err != nil {
 				t.Fatal(err)
 			}
-			if sent.Model != "gpt-4o-2024-08-06" || sent.Stream != stream {
-				t.Errorf("sent model %q stream %v, want the target's model and stream=%v", sent.Model, sent.Stream, stream)
+			if sent.Model != "gpt-4o-2024-08-06" || !sent.Stream || !sent.StreamOptions.IncludeUsage {
+				t.Errorf("sent model %q stream %v include_usage %v, want the target's model, streamed with usage (caller stream=%v)",
+					sent.Model, sent.Stream, sent.StreamOptions.IncludeUsage, callerStream)
 			}
 		}
 	}

@@ -63,42 +63,30 @@ func TestErrorStatuses(t *testing.T) {
 		{name: "504", status: 504, body: `{"error":"upstream timed out"}`, class: failure.ProviderUnavailable},
 	}
 	for _, tt := range tests {
-		for _, stream := range []bool{false, true} {
-			name := tt.name
-			if stream {
-				name += "/stream"
+		t.Run(tt.name, func(t *testing.T) {
+			tgt, _ := upstream(t, reply{status: tt.status, header: tt.header, body: tt.body})
+			req := &canonical.Request{Messages: []canonical.Message{user("x")}}
+			st, err := New().Stream(context.Background(), tgt, req)
+			if st != nil {
+				t.Fatal("a stream was returned for an error status")
 			}
-			t.Run(name, func(t *testing.T) {
-				tgt, _ := upstream(t, reply{status: tt.status, header: tt.header, body: tt.body})
-				req := &canonical.Request{Messages: []canonical.Message{user("x")}}
-				var err error
-				if stream {
-					var st canonical.Stream
-					st, err = New().Stream(context.Background(), tgt, req)
-					if st != nil {
-						t.Fatal("a stream was returned for an error status")
-					}
-				} else {
-					_, err = New().Complete(context.Background(), tgt, req)
-				}
-				fe := failure.As(err)
-				if fe == nil {
-					t.Fatalf("err = %v, want a *failure.Error", err)
-				}
-				if fe.Class != tt.class || fe.Status != tt.status || fe.RetryAfter != tt.retryAfter {
-					t.Errorf("class %s status %d retry %v, want %s %d %v", fe.Class, fe.Status, fe.RetryAfter, tt.class, tt.status, tt.retryAfter)
-				}
-				if fe.ProviderType != tt.typ || fe.ProviderCode != tt.code || fe.Param != tt.param {
-					t.Errorf("type %q code %q param %q, want %q %q %q", fe.ProviderType, fe.ProviderCode, fe.Param, tt.typ, tt.code, tt.param)
-				}
-				if fe.NoResponse {
-					t.Error("NoResponse set on an answered request")
-				}
-				if strings.Contains(err.Error(), tgt.APIKey) {
-					t.Error("the error leaks the API key")
-				}
-			})
-		}
+			fe := failure.As(err)
+			if fe == nil {
+				t.Fatalf("err = %v, want a *failure.Error", err)
+			}
+			if fe.Class != tt.class || fe.Status != tt.status || fe.RetryAfter != tt.retryAfter {
+				t.Errorf("class %s status %d retry %v, want %s %d %v", fe.Class, fe.Status, fe.RetryAfter, tt.class, tt.status, tt.retryAfter)
+			}
+			if fe.ProviderType != tt.typ || fe.ProviderCode != tt.code || fe.Param != tt.param {
+				t.Errorf("type %q code %q param %q, want %q %q %q", fe.ProviderType, fe.ProviderCode, fe.Param, tt.typ, tt.code, tt.param)
+			}
+			if fe.NoResponse {
+				t.Error("NoResponse set on an answered request")
+			}
+			if strings.Contains(err.Error(), tgt.APIKey) {
+				t.Error("the error leaks the API key")
+			}
+		})
 	}
 }
 
@@ -111,19 +99,16 @@ func TestTransportError(t *testing.T) {
 	ln.Close() // nothing listens: connection refused
 	tgt := &provider.Target{BaseURL: "http://" + addr, Model: "m", APIKey: "sk-test-secret-key-123", HTTP: &http.Client{}}
 	req := &canonical.Request{Messages: []canonical.Message{user("x")}}
-	_, cerr := New().Complete(context.Background(), tgt, req)
-	_, serr := New().Stream(context.Background(), tgt, req)
-	for _, err := range []error{cerr, serr} {
-		fe := failure.As(err)
-		if fe == nil || fe.Class != failure.ProviderUnavailable || !fe.NoResponse {
-			t.Fatalf("err = %#v, want provider_unavailable with NoResponse", err)
-		}
-		var opErr *net.OpError
-		if !errors.As(err, &opErr) {
-			t.Errorf("the cause is not wrapped: %v", err)
-		}
-		if strings.Contains(err.Error(), tgt.APIKey) {
-			t.Error("the error leaks the API key")
-		}
+	_, err = New().Stream(context.Background(), tgt, req)
+	fe := failure.As(err)
+	if fe == nil || fe.Class != failure.ProviderUnavailable || !fe.NoResponse {
+		t.Fatalf("err = %#v, want provider_unavailable with NoResponse", err)
+	}
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) {
+		t.Errorf("the cause is not wrapped: %v", err)
+	}
+	if strings.Contains(err.Error(), tgt.APIKey) {
+		t.Error("the error leaks the API key")
 	}
 }

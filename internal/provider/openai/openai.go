@@ -42,25 +42,12 @@ func New() provider.Adapter { return &Adapter{} }
 
 const chatPath = "/v1/chat/completions"
 
-// Complete sends req through the non-streaming API.
-func (*Adapter) Complete(ctx context.Context, t *provider.Target, req *canonical.Request) (*canonical.Response, error) {
-	resp, err := send(ctx, t, req, false)
-	if err != nil {
-		return nil, err
-	}
-	body, err := provider.ReadBody(resp)
-	if err != nil {
-		return nil, err
-	}
-	return decodeResponse(body)
-}
-
 // Stream sends req as a streaming request and returns once a 2xx arrived.
 func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.Request) (canonical.Stream, error) {
 	if req.Embed != nil {
 		return embed(ctx, t, req)
 	}
-	resp, err := send(ctx, t, req, true)
+	resp, err := send(ctx, t, req)
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +59,8 @@ func (*Adapter) Stream(ctx context.Context, t *provider.Target, req *canonical.R
 	return newStream(resp.Body), nil
 }
 
-func send(ctx context.Context, t *provider.Target, req *canonical.Request, stream bool) (*http.Response, error) {
-	body, err := encode(req, t.Model, stream)
+func send(ctx context.Context, t *provider.Target, req *canonical.Request) (*http.Response, error) {
+	body, err := encode(req, t.Model)
 	if err != nil {
 		return nil, provider.Unencodable("the request could not be encoded for this provider", err)
 	}
@@ -81,11 +68,7 @@ func send(ctx context.Context, t *provider.Target, req *canonical.Request, strea
 		if t.APIKey != "" {
 			h.Set("Authorization", "Bearer "+t.APIKey)
 		}
-		if stream {
-			h.Set("Accept", "text/event-stream")
-		} else {
-			h.Set("Accept", "application/json")
-		}
+		h.Set("Accept", "text/event-stream")
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -128,6 +129,20 @@ func TestStream(t *testing.T) {
 			want: []canonical.Event{start1, hello1, {Kind: canonical.EventStop, Stop: canonical.StopMaxTokens}, usageEnd},
 		},
 		{
+			name: "cached, cache-write and reasoning tokens",
+			body: data(cFirst, `{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"Partial"},"finish_reason":"length"}],"usage":null}`,
+				`{"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":2000,"completion_tokens":500,"total_tokens":2500,`+
+					`"prompt_tokens_details":{"cached_tokens":1536,"cache_write_tokens":200},"completion_tokens_details":{"reasoning_tokens":448}}}`, "[DONE]"),
+			want: []canonical.Event{start1, {Kind: canonical.EventTextDelta, Text: "Partial"},
+				{Kind: canonical.EventStop, Stop: canonical.StopMaxTokens},
+				{Kind: canonical.EventUsage, Usage: canonical.Usage{InputTokens: 2000, CachedInputTokens: 1536, CacheWriteTokens: 200, OutputTokens: 500, ReasoningTokens: 448}}},
+		},
+		{
+			name: "deprecated function_call",
+			body: data(cFirst, `{"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"function_call"}],"usage":null}`, "[DONE]"),
+			want: []canonical.Event{start1, {Kind: canonical.EventStop, Stop: canonical.StopToolUse}},
+		},
+		{
 			name: "usage on the finish chunk (vLLM continuous usage)",
 			body: data(cFirst, `{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":9,"completion_tokens":1,"total_tokens":10}}`, "[DONE]"),
 			want: []canonical.Event{start1, {Kind: canonical.EventTextDelta, Text: "Hi"}, {Kind: canonical.EventStop, Stop: canonical.StopContentFilter}, usageEnd},
@@ -227,17 +242,16 @@ func TestCancel(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() {
-				if phase == "headers" {
-					_, err := New().Complete(ctx, tgt, req)
-					done <- err
-					return
-				}
 				st, err := New().Stream(ctx, tgt, req)
 				if err != nil {
 					done <- err
 					return
 				}
 				defer st.Close()
+				if phase == "headers" {
+					done <- errors.New("a stream was returned before any header arrived")
+					return
+				}
 				if ev, err := st.Next(); err != nil || ev.Kind != canonical.EventStart {
 					done <- err
 					return
@@ -284,6 +298,7 @@ func TestStreamAnsweredWithJSON(t *testing.T) {
 	}{
 		{"rate limit in a 200", `{"error":{"message":"Rate limit exceeded","type":"rate_limit_exceeded","code":429}}`, failure.Throttled},
 		{"server error in a 200", `{"error":{"message":"upstream exploded","type":"server_error"}}`, failure.ProviderUnavailable},
+		{"error string in a 200", `{"error":"upstream exploded"}`, failure.ProviderUnavailable},
 		{"JSON that is no error", `{"id":"chatcmpl-1","choices":[]}`, failure.ProviderUnavailable},
 		{"not even JSON", `<html>oops</html>`, failure.ProviderUnavailable},
 	}
