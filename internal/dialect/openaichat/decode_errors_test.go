@@ -1,7 +1,6 @@
 package openaichat
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
