@@ -32,7 +32,9 @@ func TestListFloods(t *testing.T) {
 	})
 	chatResults := tools(n, func(i int) string { return `{"role":"tool","tool_call_id":"c` + strconv.Itoa(i) + `","content":"r"}` })
 	anCalls := tools(n, func(i int) string { return `{"type":"tool_use","id":"t` + strconv.Itoa(i) + `","name":"f","input":{}}` })
-	anResults := tools(n, func(i int) string { return `{"type":"tool_result","tool_use_id":"t` + strconv.Itoa(i) + `","content":"r"}` })
+	anResults := tools(n, func(i int) string {
+		return `{"type":"tool_result","tool_use_id":"t` + strconv.Itoa(i) + `","content":"r"}`
+	})
 	respCalls := tools(n, func(i int) string {
 		return `{"type":"function_call","call_id":"c` + strconv.Itoa(i) + `","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c` + strconv.Itoa(i) + `","output":"r"}`
 	})
@@ -44,7 +46,9 @@ func TestListFloods(t *testing.T) {
 		{"anthropic: 80,000 tools", "/v1/messages", `{"model":"` + publicModel + `","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[` +
 			tools(80000, func(i int) string { return `{"name":"f` + strconv.Itoa(i) + `","input_schema":{"type":"object"}}` }) + `]}`, "tools"},
 		{"responses: 80,000 tools", "/v1/responses", `{"model":"` + publicModel + `","input":"x","tools":[` +
-			tools(80000, func(i int) string { return `{"type":"function","name":"f` + strconv.Itoa(i) + `","parameters":{"type":"object"}}` }) + `]}`, "tools"},
+			tools(80000, func(i int) string {
+				return `{"type":"function","name":"f` + strconv.Itoa(i) + `","parameters":{"type":"object"}}`
+			}) + `]}`, "tools"},
 		{"chat: 40,000 tool calls", "/v1/chat/completions", `{"model":"` + publicModel + `","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[` +
 			chatCalls + `]},` + chatResults + `],"tools":[{"type":"function","function":{"name":"f"}}]}`, "messages"},
 		{"anthropic: 40,000 tool calls", "/v1/messages", `{"model":"` + publicModel + `","max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[` +

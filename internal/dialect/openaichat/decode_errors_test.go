@@ -16,7 +16,6 @@ const (
 
 func withField(f string) string { return okHead + "," + f + "}" }
 
-
 func withMessages(msgs string) string { return `{"model":"m","messages":[` + msgs + `]}` }
 
 // decodeErrorCases lists every rule Decode enforces: the body, the field it

@@ -8,7 +8,6 @@ import (
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
-
 func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 	l := field("tools")
 	if isNull, p := s.skipNull(); isNull || p != nil {
