@@ -124,3 +124,48 @@ func TestNonReadingCallerIsNeutralToHealth(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A body is JSON as UTF-8, uncompressed, declared as JSON or not at all;
+// anything else is refused rather than misread.
+func TestBodyEncoding(t *testing.T) {
+	h := newHarness(t, rungSpec{"primary", "openai"})
+	ok := `{"model":"` + publicModel + `","messages":[{"role":"user","content":"hi"}]}`
+	bad := `{"model":"` + publicModel + `","messages":[{"role":"user","content":"caf` + "\xe9" + `"}]}`
+	for _, tc := range []struct {
+		name, body, ctype, enc string
+		status                 int
+		code                   string
+	}{
+		{"JSON", ok, "application/json", "", 200, ""},
+		{"JSON with a charset", ok, "application/json; charset=utf-8", "", 200, ""},
+		{"no content type", ok, "", "", 200, ""},
+		{"invalid UTF-8", bad, "application/json", "", 400, "invalid_encoding"},
+		{"text/plain", ok, "text/plain", "", 415, "unsupported_media_type"},
+		{"a form", ok, "application/x-www-form-urlencoded", "", 415, "unsupported_media_type"},
+		{"gzip", ok, "application/json", "gzip", 415, "unsupported_media_type"},
+		{"identity", ok, "application/json", "identity", 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, h.gw.URL+"/v1/chat/completions", strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+h.key)
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			if tc.enc != "" {
+				req.Header.Set("Content-Encoding", tc.enc)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || tc.code != "" && !strings.Contains(string(b), `"code":"`+tc.code+`"`) {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+		})
+	}
+	if c := h.counts(); c["primary"] != 4 {
+		t.Errorf("the provider saw %d requests, want only the 4 accepted", c["primary"])
+	}
+}

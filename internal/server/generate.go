@@ -2,10 +2,12 @@ package server
 
 import (
 	"errors"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/canonical"
@@ -338,17 +340,28 @@ func noRungs(sel *route.Selection) *failure.Public {
 		Message: "no provider of this model is available for this request; see the gateway's route explain"}
 }
 
-// readBody reads a bounded request body.
+// readBody reads a bounded request body: JSON, as UTF-8, neither
+// compressed nor declared as anything else.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure.Public) {
 	limit := s.opts.Catalog.Load().Config().Server.MaxBodyBytes
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
+	}
+	if pub := checkMediaType(r.Header); pub != nil {
+		return nil, pub
 	}
 	// ServeHTTP set the body's deadline (body_timeout); it is lifted once
 	// the body is in, so long streams are not cut by it.
 	body, err := provider.ReadAllSized(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	if err == nil {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+		if !utf8.Valid(body) {
+			// JSON text is UTF-8 (RFC 8259); a decoder would replace
+			// what is not with U+FFFD and send the provider words the
+			// caller never wrote.
+			return nil, &failure.Public{Status: http.StatusBadRequest, Code: "invalid_encoding",
+				Message: "the request body is not valid UTF-8; JSON text must be"}
+		}
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -362,6 +375,26 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fail
 		return nil, &failure.Public{Status: http.StatusBadRequest, Code: "invalid_request", Message: "could not read the request body"}
 	}
 	return body, nil
+}
+
+// checkMediaType refuses a body declared as something other than JSON, or
+// compressed: read as plain JSON, either would be misread. No Content-Type
+// at all is taken as JSON, as curl sends none without -H.
+func checkMediaType(h http.Header) *failure.Public {
+	if enc := h.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return &failure.Public{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Param: "Content-Encoding",
+			Message: "Content-Encoding " + strconv.Quote(enc) + " is not accepted; send the JSON body uncompressed"}
+	}
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return &failure.Public{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Param: "Content-Type",
+			Message: "Content-Type " + strconv.Quote(ct) + " is not accepted; send the body as application/json"}
+	}
+	return nil
 }
 
 func tooLarge(limit int64) *failure.Public {

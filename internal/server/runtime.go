@@ -125,8 +125,13 @@ func (s *Server) newClient(d *catalog.Deployment) *http.Client {
 	if s.opts.Transport != nil {
 		rt = s.opts.Transport(d, rt)
 	}
-	return &http.Client{Transport: rt}
+	return &http.Client{Transport: rt, CheckRedirect: noRedirects}
 }
+
+// noRedirects never follows a provider's redirect: following one would
+// send the deployment's credential and the prompt to whatever host the
+// provider named. The 3xx is the answer, and a provider failure.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // plan turns the kept deployments into engine rungs.
 func (rt *runtime) plan(kept []*catalog.Deployment, p *engine.Plan, forced bool) {
