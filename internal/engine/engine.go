@@ -82,6 +82,12 @@ type Result struct {
 	// whether any was reported at all.
 	Usage         canonical.Usage
 	UsageReported bool
+	// UsageInvalid: the provider reported impossible usage after the
+	// answer reached the caller; it is priced at the reservation.
+	UsageInvalid bool
+	// UsageCut: the provider ran past the output limit it was sent and
+	// the answer was cut there.
+	UsageCut bool
 	Stop          canonical.StopReason
 	StopSequence  string
 	// Committed is true once a stream's first byte of content (or its empty

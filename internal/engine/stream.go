@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,51 @@ func TokensOf(ev *canonical.Event) int {
 	}
 	return n
 }
+
+// MaxUsageTokens bounds every count a provider may report for one answer:
+// no context window comes near it, and sums of such counts stay far from
+// overflowing.
+const MaxUsageTokens = 100_000_000
+
+// impossibleUsage says what is wrong with a provider's reported usage: a
+// negative or absurd count, or a part larger than its whole; "" when it is
+// possible.
+func impossibleUsage(u *canonical.Usage) string {
+	for _, n := range [...]int{u.InputTokens, u.CachedInputTokens, u.CacheWriteTokens, u.OutputTokens, u.ReasoningTokens} {
+		if n < 0 || n > MaxUsageTokens {
+			return "a count is negative or above " + strconv.Itoa(MaxUsageTokens)
+		}
+	}
+	switch {
+	case u.CachedInputTokens+u.CacheWriteTokens > u.InputTokens:
+		return "more cached input than input"
+	case u.ReasoningTokens > u.OutputTokens:
+		return "more reasoning than output"
+	}
+	return ""
+}
+
+// capped is the request as rung r is sent it: max tokens at most the
+// deployment's output cap (the reservation was made at that cap, so the
+// provider must not be asked for more). limit is the output limit the rung
+// is held to, 0 when none is known.
+func capped(req *canonical.Request, r *Rung) (*canonical.Request, int) {
+	limit := r.Deployment.OutputCeiling(req.MaxTokens)
+	if c := r.Deployment.MaxOutputTokens; c > 0 && req.MaxTokens > c {
+		cp := *req
+		cp.MaxTokens = c
+		req = &cp
+	}
+	if req.Embed != nil {
+		limit = 0
+	}
+	return req, limit
+}
+
+// runawayAt is how many output tokens (as the gateway estimates them)
+// past which a provider is taken to ignore its limit: half again the
+// limit, so that the estimate's error never cuts an honest answer.
+func runawayAt(limit int) int { return limit + limit/2 + 16 }
 
 // The causes a watchdog cancels with; never modified.
 var (
@@ -254,6 +300,7 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 	if col != nil {
 		col.reset()
 	}
+	req, limit := capped(req, r)
 	st, err := r.Adapter.Stream(actx, e.target(p, i), req)
 	if err != nil {
 		return fail(classify(ctx, actx, err, true))
@@ -285,9 +332,19 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 	// One event variable for the whole attempt: the sink gets its address
 	// and must not keep it, so it escapes once, not once per event.
 	var ev canonical.Event
+	// tokens counts the output seen, to cut a provider that ignores the
+	// output limit it was sent.
+	tokens := 0
 	for {
 		var err error
 		ev, err = st.Next()
+		if err == nil && limit > 0 && ev.Kind.Semantic() && tokens > runawayAt(limit) {
+			// The answer is whole up to the limit; the rest never reaches
+			// the caller, and the answer ends as max_tokens does.
+			e.log.Warn("provider ignored the output limit; answer cut", "request_id", p.RequestID, "deployment", a.Deployment, "limit", limit)
+			err, stop, stopSeq = io.EOF, canonical.StopMaxTokens, ""
+			res.UsageCut = true
+		}
 		if err == io.EOF && col != nil {
 			if fe := col.check(req); fe != nil {
 				return fail(fe)
@@ -329,6 +386,22 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		}
 		switch ev.Kind {
 		case canonical.EventUsage:
+			if res.UsageInvalid {
+				continue
+			}
+			if why := impossibleUsage(&ev.Usage); why != "" {
+				fe := &failure.Error{Class: failure.ProviderUnavailable, Detail: "impossible usage: " + why}
+				if col != nil || !res.Committed {
+					// Nothing reached the caller: the next rung answers.
+					return fail(fe)
+				}
+				// The answer is out: it stands, and is priced at the
+				// reservation rather than at the provider's figure.
+				e.log.Warn("provider reported impossible usage", "request_id", p.RequestID, "deployment", a.Deployment, "detail", fe.Detail)
+				res.UsageInvalid = true
+				usage, reported = canonical.Usage{}, false
+				continue
+			}
 			usage, reported = ev.Usage, true
 			continue
 		case canonical.EventStop:
@@ -340,6 +413,7 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		if !ev.Kind.Semantic() {
 			continue
 		}
+		tokens += TokensOf(&ev)
 		if col != nil {
 			if a.FirstToken == 0 {
 				a.FirstToken = e.now().Sub(a.Start)

@@ -197,7 +197,7 @@ func plan(name, modelOverride string, req *request, body []byte, sc *Script, ref
 		if sc.tokens >= 0 {
 			n = sc.tokens
 		}
-		if req.maxTokens >= 0 && req.maxTokens < n {
+		if req.maxTokens >= 0 && req.maxTokens < n && !sc.ignoreLimit {
 			n = req.maxTokens
 			a.stop = stopLength
 		}
@@ -215,6 +215,12 @@ func plan(name, modelOverride string, req *request, body []byte, sc *Script, ref
 	a.output = len(a.text) + len(a.refusal) + len(a.thought)
 	for _, c := range a.calls {
 		a.output += len(c.fragments)
+	}
+	if sc.hasReportIn {
+		a.input, a.cached = int(sc.reportIn), 0
+	}
+	if sc.hasReportOut {
+		a.output = int(sc.reportOut)
 	}
 	return a
 }

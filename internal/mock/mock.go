@@ -58,6 +58,8 @@
 //	refusal           answer with a refusal
 //	event_delay=D     wait D between stream events
 //	tokens=N cached=N tool=name tools=N args={json}   shape the answer
+//	ignore_limit      the answer's length ignores the request's max tokens
+//	report_input=N report_output=N   report these counts (any int64)
 //	p=F               apply the fault part (all but the shaping items) with
 //	                  probability F; seeded, and SetFault restarts the sequence
 //	times=N           mock-wide only: apply to the next N requests, then heal

@@ -39,6 +39,13 @@ type Script struct {
 	tool   string // tool to call; "" = the first (or the forced) tool
 	tools  int    // parallel tool calls; 0 = one
 	args   string // compact JSON arguments; "" = default
+	// ignoreLimit: the answer's length ignores the request's max tokens,
+	// as a broken provider's would.
+	ignoreLimit bool
+	// reportIn and reportOut, when set, replace the usage the answer
+	// reports (any int64, negative or absurd, as a hostile provider's).
+	reportIn, reportOut       int64
+	hasReportIn, hasReportOut bool
 
 	// Gating.
 	p     float64 // probability the fault part applies; 1 = always
@@ -97,7 +104,7 @@ func ParseScript(s string) (*Script, error) {
 
 func (sc *Script) set(key, val string, hasVal bool) error {
 	switch key {
-	case "stall", "no_terminal", "refusal":
+	case "stall", "no_terminal", "refusal", "ignore_limit":
 		if hasVal {
 			return fmt.Errorf("%s is a flag and takes no value", key)
 		}
@@ -106,6 +113,8 @@ func (sc *Script) set(key, val string, hasVal bool) error {
 			sc.stall = true
 		case "no_terminal":
 			sc.noTerminal = true
+		case "ignore_limit":
+			sc.ignoreLimit = true
 		default:
 			sc.refusal = true
 		}
@@ -155,6 +164,16 @@ func (sc *Script) set(key, val string, hasVal bool) error {
 		sc.tools, err = intIn(key, val, 1, maxToolCalls)
 	case "args":
 		sc.args, err = jsonObject(val)
+	case "report_input", "report_output":
+		var n int64
+		if n, err = strconv.ParseInt(val, 10, 64); err != nil {
+			return fmt.Errorf("%s=%q: want an integer", key, val)
+		}
+		if key == "report_input" {
+			sc.reportIn, sc.hasReportIn = n, true
+		} else {
+			sc.reportOut, sc.hasReportOut = n, true
+		}
 	case "p":
 		sc.p, err = probability(val)
 	case "times":
@@ -169,7 +188,7 @@ func knownKey(k string) bool {
 	switch k {
 	case "status", "error_type", "error_code", "message", "retry_after", "retry_after_ms",
 		"delay", "event_delay", "stall_after", "die_after", "error_after", "malformed_after",
-		"tokens", "cached", "tool", "tools", "args", "p", "times":
+		"tokens", "cached", "tool", "tools", "args", "p", "times", "report_input", "report_output":
 		return true
 	}
 	return false

@@ -86,6 +86,7 @@ func TestNonReadingCallerIsNeutralToHealth(t *testing.T) {
 		// Longer than the provider's idle bound (testIdle): while the caller
 		// does not read, that bound must not run.
 		c.Server.WriteTimeout = catalog.Duration(3 * testIdle)
+		c.Deployments[0].MaxOutputTokens, c.Deployments[0].ContextWindow = 1<<20, 1<<21 // room for the long answer below
 	}, rungSpec{"primary", "openai"}, rungSpec{"secondary", "openai"})
 	// An answer of megabytes: more than the sockets between the gateway
 	// and a caller that reads nothing can buffer.

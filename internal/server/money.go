@@ -92,6 +92,12 @@ func charge(req *canonical.Request, p *engine.Plan, res *engine.Result, inputEst
 			u.OutputTokens = budget.EstimateInputTokens(len(r.Text) + len(r.Refusal) + argsLen(r.ToolCalls))
 		}
 	}
+	// The provider was sent at most this many output tokens to write (the
+	// reservation covered it); a figure above it is never billed.
+	if limit := d.OutputCeiling(req.MaxTokens); limit > 0 && u.OutputTokens > limit {
+		u.OutputTokens = limit
+		u.ReasoningTokens = min(u.ReasoningTokens, limit)
+	}
 	empty := res.DeliveredEvents == 0
 	if r := res.Response; r != nil {
 		empty = r.Empty()
@@ -126,6 +132,11 @@ func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engin
 	status := ledger.CostNone
 	if res != nil && p != nil {
 		u, cost, status = charge(c.req, p, res, c.inputEst)
+		if res.UsageInvalid && status == ledger.CostPriced {
+			// The provider's figure was impossible: the reservation, the
+			// bound the caller agreed to, is the price.
+			cost = c.reserved
+		}
 		if res.Served >= 0 {
 			c.deployment = p.Rungs[res.Served].Deployment.ID
 		}

@@ -103,7 +103,11 @@ func (k *streamSink) deadline() {
 // caller who saw the terminator has a settled row.
 func (k *streamSink) Finish(res *engine.Result) error {
 	k.s.settle(k.r.Context(), k.c, k.p, res, true)
-	*k.buf = k.enc.Finish((*k.buf)[:0], res.Stop, res.StopSequence, res.Usage)
+	u := res.Usage
+	if !res.UsageReported {
+		u = k.c.billed // what the answer was billed at, as for a whole answer
+	}
+	*k.buf = k.enc.Finish((*k.buf)[:0], res.Stop, res.StopSequence, u)
 	err := k.flush()
 	setCostHeaders(k.w.Header(), k.c)
 	return err
