@@ -87,9 +87,9 @@ type Result struct {
 	UsageInvalid bool
 	// UsageCut: the provider ran past the output limit it was sent and
 	// the answer was cut there.
-	UsageCut bool
-	Stop          canonical.StopReason
-	StopSequence  string
+	UsageCut     bool
+	Stop         canonical.StopReason
+	StopSequence string
 	// Committed is true once a stream's first byte of content (or its empty
 	// completion) reached the caller: the route was fixed.
 	Committed bool
