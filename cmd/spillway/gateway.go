@@ -116,6 +116,11 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 		}
 		fmt.Fprintf(stdout, "released %d reservations left open by an earlier crash (%s USD held)\n", len(released), usd(total))
 	}
+	// Before spend is summed: a row with impossible figures (from a gateway
+	// older than the writer's bounds) would fail every sum.
+	if err := repairLedger(ctx, store, log, stdout); err != nil {
+		return nil, err
+	}
 	g.budget = budget.New(nil)
 	if err := loadBudgets(ctx, store, g.budget, true); err != nil {
 		return nil, err
@@ -162,6 +167,28 @@ func (g *gateway) close(ctx context.Context) error {
 		err = cerr
 	}
 	return err
+}
+
+// repairLedger rewrites the ledger's rows with impossible figures, logging
+// each and printing a summary; nothing when there are none.
+func repairLedger(ctx context.Context, store ledger.Store, log *slog.Logger, stdout io.Writer) error {
+	fixed, err := store.Repair(ctx)
+	if err != nil {
+		return fmt.Errorf("repairing the ledger: %w", err)
+	}
+	for _, r := range fixed {
+		row := "request"
+		if r.Seq >= 0 {
+			row = fmt.Sprintf("attempt %d", r.Seq)
+		}
+		log.Warn("repaired a ledger row with impossible figures", "request_id", r.RequestID, "row", row, "what", r.What)
+		fmt.Fprintf(stdout, "repaired ledger row %s (%s): %s\n", r.RequestID, row, r.What)
+	}
+	if len(fixed) > 0 {
+		fmt.Fprintf(stdout, "repaired %d ledger rows with impossible figures (negative or beyond %d tokens / %s USD)\n",
+			len(fixed), ledger.MaxTokens, usd(ledger.MaxCostMicro))
+	}
+	return nil
 }
 
 // loadBudgets sets the accountant's limits from the ledger, and with spend

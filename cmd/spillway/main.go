@@ -26,6 +26,7 @@ usage:
   spillway keys list | keys revoke KEY_ID          virtual keys, in the ledger
   spillway budgets set --scope org|team|key|model --id ID [--credit-usd N ...] | budgets list
   spillway usage [--from --to --group-by model,deployment --format table|csv|json]
+  spillway ledger repair [--db FILE]               rewrite ledger rows with impossible figures (the gateway also does at start)
 
 Run "spillway <command> --help" for a command's flags.
 `
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runBudgets(ctx, rest, stdout, stderr)
 	case "usage":
 		err = runUsage(ctx, rest, stdout, stderr)
+	case "ledger":
+		err = runLedger(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -266,3 +266,49 @@ func (j *Journal) load(set *pendingSet, rec *Recovery) ([]uint64, error) {
 	set.segs = append(set.segs, j.leftovers...)
 	return slices.Clone(j.leftovers), nil
 }
+
+// CatchUp writes into s the settlements that the journal at path holds and
+// its owner (a running gateway) has not ingested yet, so that a reader of
+// s, such as `spillway usage`, sees every request the gateway has
+// acknowledged. It takes no lock and deletes nothing: the owner ingests the
+// same records later, and the store never settles a request twice. A
+// segment the owner deletes meanwhile was ingested, and is skipped; a
+// record being appended is torn, and left for the owner. Reservations are
+// left to the owner too. It returns the settlements read.
+func CatchUp(ctx context.Context, path string, s Store) (int, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: journal: %w", err)
+	}
+	j := &Journal{path: abs}
+	segs, err := j.segments()
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	set := newPendingSet()
+	n := 0
+	for _, seq := range segs {
+		data, err := os.ReadFile(j.segment(seq))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // ingested and deleted since the listing
+		}
+		if err != nil {
+			return 0, fmt.Errorf("ledger: journal: %w", err)
+		}
+		body, _ := bytes.CutPrefix(data, []byte(segMagic))
+		decodeRecords(body, func(r *record) {
+			if r.set != nil {
+				set.addSettlement(r.set)
+				n++
+			}
+		})
+	}
+	var b Batch
+	if err := commitSet(ctx, s, set, &b, defaultIngestBatch, func(*WriteError) {}); err != nil {
+		return 0, fmt.Errorf("ledger: journal catch-up: %w", err)
+	}
+	return n, nil
+}

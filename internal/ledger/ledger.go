@@ -132,6 +132,15 @@ type Released struct {
 	Reservation
 }
 
+// Repaired is one row Repair rewrote.
+type Repaired struct {
+	RequestID string
+	// Seq is the attempt's seq, or -1 for the request row.
+	Seq int
+	// What says which figures were out of bounds and what they became.
+	What string
+}
+
 // Spend is what a scope spent: in total and on one UTC day.
 type Spend struct {
 	Scope      string
@@ -178,6 +187,12 @@ type Store interface {
 	Spends(ctx context.Context, dayStart time.Time) ([]Spend, error)
 	// Usage reports settled requests.
 	Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+	// Repair rewrites rows whose figures are impossible (negative, or
+	// beyond MaxTokens or MaxCostMicro, as an older gateway could store
+	// from a hostile provider): counts out of bounds become 0, a cost
+	// out of bounds the request's reservation (0 when that is out of
+	// bounds too). It returns what it changed.
+	Repair(ctx context.Context) ([]Repaired, error)
 
 	CreateKey(ctx context.Context, k *Key) error
 	KeyByHash(ctx context.Context, hash []byte) (*Key, error)

@@ -329,14 +329,46 @@ func (w *Writer) send(it item) error {
 	return nil
 }
 
-// validSettlement refuses what would make a whole batch fail later: no
-// request id, attempts that belong to another request or share a seq.
+// The figures a row may hold. A settlement outside them is refused before
+// it is written, so no row can poison a sum (SQLite's SUM fails on
+// overflow, which once kept a gateway from starting).
+const (
+	// MaxTokens bounds each token count of one request.
+	MaxTokens = 100_000_000
+	// MaxCostMicro bounds one request's cost and reservation: $10M.
+	MaxCostMicro = 10_000_000_000_000
+)
+
+// Sane reports whether every count is within [0, MaxTokens].
+func Sane(counts ...int) bool {
+	for _, n := range counts {
+		if n < 0 || n > MaxTokens {
+			return false
+		}
+	}
+	return true
+}
+
+// SaneCost reports whether a cost is within [0, MaxCostMicro].
+func SaneCost(micro int64) bool { return micro >= 0 && micro <= MaxCostMicro }
+
+// validSettlement refuses what would make a whole batch fail later or
+// poison the ledger: no request id, impossible figures, attempts that
+// belong to another request or share a seq.
 func validSettlement(s *Settlement) error {
 	if s == nil || s.Request.RequestID == "" {
 		return fmt.Errorf("%w: no request id", ErrInvalidSettlement)
 	}
+	r := &s.Request
+	if !Sane(r.InputTokens, r.OutputTokens, r.CachedTokens) || !SaneCost(r.CostMicroUSD) || !SaneCost(r.ReservedMicroUSD) {
+		return fmt.Errorf("%w: impossible figures (tokens %d/%d/%d, cost %d, reserved %d)", ErrInvalidSettlement,
+			r.InputTokens, r.OutputTokens, r.CachedTokens, r.CostMicroUSD, r.ReservedMicroUSD)
+	}
 	for i := range s.Attempts {
 		a := &s.Attempts[i]
+		if !Sane(a.InputTokens, a.OutputTokens, 0) || !SaneCost(a.CostMicroUSD) {
+			return fmt.Errorf("%w: attempt %d has impossible figures", ErrInvalidSettlement, a.Seq)
+		}
 		if a.RequestID != "" && a.RequestID != s.Request.RequestID {
 			return fmt.Errorf("%w: attempt %d belongs to another request", ErrInvalidSettlement, a.Seq)
 		}

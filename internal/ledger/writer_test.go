@@ -76,6 +76,7 @@ func (f *fakeStore) committed() [][]string {
 func (f *fakeStore) RecoverOpen(context.Context) ([]Released, error)       { return nil, nil }
 func (f *fakeStore) Spends(context.Context, time.Time) ([]Spend, error)    { return nil, nil }
 func (f *fakeStore) Usage(context.Context, UsageQuery) ([]UsageRow, error) { return nil, nil }
+func (f *fakeStore) Repair(context.Context) ([]Repaired, error)            { return nil, nil }
 func (f *fakeStore) CreateKey(context.Context, *Key) error                 { return nil }
 func (f *fakeStore) KeyByHash(context.Context, []byte) (*Key, error)       { return nil, ErrNotFound }
 func (f *fakeStore) Keys(context.Context) ([]Key, error)                   { return nil, nil }
@@ -138,11 +139,24 @@ func TestWriterRefusesInvalidSettlements(t *testing.T) {
 	dupSeq.Attempts = append(dupSeq.Attempts, Attempt{Seq: 0})
 	foreign := settlement("r2")
 	foreign.Attempts[0].RequestID = "other"
+	with := func(id string, f func(*Settlement)) *Settlement {
+		s := settlement(id)
+		f(s)
+		return s
+	}
 	for name, s := range map[string]*Settlement{
 		"nil":             nil,
 		"no request id":   {},
 		"seq repeated":    dupSeq,
 		"foreign attempt": foreign,
+		"input overflow":  with("r3", func(s *Settlement) { s.Request.InputTokens = 1<<63 - 1 }),
+		"negative output": with("r4", func(s *Settlement) { s.Request.OutputTokens = -1 }),
+		"cached too many": with("r5", func(s *Settlement) { s.Request.CachedTokens = MaxTokens + 1 }),
+		"cost overflow":   with("r6", func(s *Settlement) { s.Request.CostMicroUSD = MaxCostMicro + 1 }),
+		"negative cost":   with("r7", func(s *Settlement) { s.Request.CostMicroUSD = -3 }),
+		"reserved huge":   with("r8", func(s *Settlement) { s.Request.ReservedMicroUSD = 1 << 62 }),
+		"attempt tokens":  with("r9", func(s *Settlement) { s.Attempts[0].OutputTokens = -7 }),
+		"attempt cost":    with("r10", func(s *Settlement) { s.Attempts[0].CostMicroUSD = 1 << 62 }),
 	} {
 		if err := w.Settle(context.Background(), s); !errors.Is(err, ErrInvalidSettlement) {
 			t.Errorf("%s: Settle = %v, want ErrInvalidSettlement", name, err)

@@ -35,6 +35,52 @@ func Run(t *testing.T, open Open) {
 	t.Run("Spends", func(t *testing.T) { testSpends(t, open) })
 	t.Run("Usage", func(t *testing.T) { testUsage(t, open) })
 	t.Run("UsageInvalid", func(t *testing.T) { testUsageInvalid(t, open) })
+	t.Run("Repair", func(t *testing.T) { testRepair(t, open) })
+}
+
+// testRepair writes what an older gateway stored from a hostile provider
+// (WriteBatch itself does not check figures; the Writer does) and checks
+// that Repair makes every sum work again, pricing the request at its
+// reservation.
+func testRepair(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := mustOpen(t, open)
+	const huge = 1<<63 - 1
+	poisoned := Settlement("poisoned", huge, 2)
+	poisoned.Request.InputTokens, poisoned.Request.OutputTokens = huge, -5
+	poisoned.Request.ReservedMicroUSD = 3000
+	poisoned.Attempts[1].OutputTokens = huge
+	both := Settlement("both", -1, 1)
+	both.Request.ReservedMicroUSD = huge
+	if err := s.WriteBatch(ctx, &ledger.Batch{Settlements: []ledger.Settlement{
+		Settlement("fine", 700, 1), poisoned, both,
+	}}); err != nil {
+		t.Fatalf("WriteBatch: %v", err)
+	}
+	fixed, err := s.Repair(ctx)
+	if err != nil {
+		t.Fatalf("Repair: %v", err)
+	}
+	var got []string
+	for _, r := range fixed {
+		if r.What == "" {
+			t.Errorf("repaired %s/%d without saying what", r.RequestID, r.Seq)
+		}
+		got = append(got, fmt.Sprintf("%s/%d", r.RequestID, r.Seq))
+	}
+	want := []string{"both/-1", "poisoned/-1", "both/0", "poisoned/1"} // requests, then attempts
+	if !slices.Equal(got, want) {
+		t.Errorf("repaired %v, want %v", got, want)
+	}
+	if u := total(t, s); u.CostMicroUSD != 3700 || u.InputTokens != 20 || u.OutputTokens != 40 {
+		t.Errorf("usage after repair = %+v, want cost 3700 (700 + the 3000 reservation + 0), tokens 20/40", u)
+	}
+	if _, err := s.Spends(ctx, day(0)); err != nil {
+		t.Errorf("Spends after repair: %v", err)
+	}
+	if again, err := s.Repair(ctx); err != nil || len(again) != 0 {
+		t.Errorf("second Repair = %v, %v, want nothing to do", again, err)
+	}
 }
 
 func mustOpen(t *testing.T, open Open) ledger.Store {

@@ -298,3 +298,67 @@ func TestJournalReplayIsIdempotent(t *testing.T) {
 		t.Errorf("%d reservations open after recovery", open)
 	}
 }
+
+// A reader beside a running gateway (spillway usage) catches up with the
+// journal before reading: it sees every acknowledged settlement, and the
+// gateway's own ingest afterwards counts none twice.
+func TestJournalCatchUp(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j, err := ledger.OpenJournal(path + ".journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ledger.NewWriter(s, ledger.WriterOptions{Journal: j, IngestEvery: time.Hour, IngestBatch: 1 << 20})
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 30 {
+		r, st := crashSettlement(fmt.Sprint("r", i), at)
+		w.Reserve(r)
+		if err := w.Settle(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader, err := Open(ctx, path) // as another process would
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	requests := func(st *Store) int64 {
+		t.Helper()
+		rows, err := st.Usage(ctx, ledger.UsageQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows[0].Requests
+	}
+	if n := requests(reader); n != 0 {
+		t.Fatalf("before catching up the store holds %d requests; the test needs the journal to hold them", n)
+	}
+	n, err := ledger.CatchUp(ctx, path+".journal", reader)
+	if err != nil || n != 30 {
+		t.Fatalf("CatchUp = %d, %v; want 30", n, err)
+	}
+	if n := requests(reader); n != 30 {
+		t.Errorf("after catching up: %d requests, want 30", n)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, rows := attemptsOf(t, s.r)
+	if rows != 30 {
+		t.Errorf("after the gateway's ingest: %d request rows, want 30", rows)
+	}
+	for id, c := range got {
+		if c != 2 {
+			t.Errorf("%s has %d attempts, want 2", id, c)
+		}
+	}
+	if n, err := ledger.CatchUp(ctx, filepath.Join(t.TempDir(), "none.journal"), reader); err != nil || n != 0 {
+		t.Errorf("CatchUp without a journal = %d, %v; want 0, nil", n, err)
+	}
+}
