@@ -413,6 +413,11 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		if !ev.Kind.Semantic() {
 			continue
 		}
+		if stop != "" {
+			// The provider ended the answer; anything after its stop
+			// reason is not part of it (the answer stands as ended).
+			continue
+		}
 		tokens += TokensOf(&ev)
 		if col != nil {
 			if a.FirstToken == 0 {
