@@ -108,3 +108,96 @@ func TestOutputLimits(t *testing.T) {
 		}
 	}
 }
+
+// An answer without what its wire requires (an empty or foreign JSON body,
+// an event stream with no events, or events of another API) is a provider
+// failure that fails over, never relayed as an empty success.
+func TestForeignAnswers(t *testing.T) {
+	bodies := []struct{ name, ctype, body string }{
+		{"empty object", "application/json", `{}`},
+		{"foreign object", "application/json", `{"id":"x","object":"list","data":[]}`},
+		{"html", "text/html", `<html><body>gateway</body></html>`},
+		{"empty stream", "text/event-stream", ``},
+		{"empty events", "text/event-stream", "data: {}\n\ndata: {}\n\n"},
+		{"foreign events", "text/event-stream", "event: ping\ndata: {\"type\":\"ping\"}\n\ndata: {\"object\":\"list\"}\n\n"},
+		{"stop only", "text/event-stream", "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\ndata: [DONE]\n\n"},
+		{"empty eventstream", "application/vnd.amazon.eventstream", ``},
+	}
+	for _, kind := range []string{"openai", "anthropic", "gemini", "bedrock"} {
+		for _, b := range bodies {
+			t.Run(kind+"/"+b.name, func(t *testing.T) {
+				foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", b.ctype)
+					w.Write([]byte(b.body))
+				}))
+				defer foreign.Close()
+				h := newHarnessWith(t, func(c *catalog.Config) { c.Deployments[0].BaseURL = foreign.URL },
+					rungSpec{"primary", kind}, rungSpec{"secondary", "openai"})
+				for _, stream := range []bool{false, true} {
+					r := chat(t, h, stream, hello())
+					trail := hdr(r.resp, "X-Spillway-Trail")
+					if r.err != nil || !strings.HasPrefix(trail, "primary=") || strings.HasPrefix(trail, "primary=ok") || !strings.HasSuffix(trail, "secondary=ok") {
+						t.Errorf("stream %v: err %v trail %q text %q", stream, r.err, trail, r.text)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Content a provider sends after its stop reason is not part of the
+// answer: the caller gets the answer as the provider ended it, with the
+// usage that followed.
+func TestContentAfterFinishIsDropped(t *testing.T) {
+	replies := map[string]struct{ ctype, body string }{
+		"openai": {"text/event-stream", `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"Hello"}}]}
+
+data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+
+data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":" EXTRA"}}]}
+
+data: {"id":"c1","model":"m","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}
+
+data: [DONE]
+
+`},
+		"anthropic": {"text/event-stream", `event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":5,"output_tokens":1}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" EXTRA"}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`},
+		"gemini": {"text/event-stream", `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1}}
+
+data: {"candidates":[{"content":{"role":"model","parts":[{"text":" EXTRA"}]}}]}
+
+`},
+	}
+	for kind, reply := range replies {
+		t.Run(kind, func(t *testing.T) {
+			p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", reply.ctype)
+				w.Write([]byte(reply.body))
+			}))
+			defer p.Close()
+			h := newHarnessWith(t, func(c *catalog.Config) { c.Deployments[0].BaseURL = p.URL },
+				rungSpec{"primary", kind}, rungSpec{"secondary", "openai"})
+			for _, stream := range []bool{false, true} {
+				r := chat(t, h, stream, hello())
+				if r.err != nil || r.text != "Hello" || r.finish != "stop" || hdr(r.resp, "X-Spillway-Trail") != "primary=ok" {
+					t.Errorf("stream %v: err %v text %q finish %q trail %q", stream, r.err, r.text, r.finish, hdr(r.resp, "X-Spillway-Trail"))
+				}
+			}
+		})
+	}
+}

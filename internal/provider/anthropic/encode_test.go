@@ -179,7 +179,7 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check = %v, want an error about %q", err, tt.wantErr)
 			}
 			// Sent anyway, it is refused before reaching the provider.
-			tgt, s := upstream(t, sseReply("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+			tgt, s := upstream(t, sseReply(minimalStream))
 			st, err := New().Stream(context.Background(), tgt, tt.req)
 			if st != nil {
 				st.Close()
@@ -200,7 +200,7 @@ func TestCheck(t *testing.T) {
 // is streamed all the same.
 func TestRequestHeaders(t *testing.T) {
 	for _, callerStream := range []bool{false, true} {
-		tgt, s := upstream(t, sseReply("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+		tgt, s := upstream(t, sseReply(minimalStream))
 		tgt.IdempotencyKey = "idem-rung-1"
 		req := &canonical.Request{Model: "public", Messages: []canonical.Message{user("x")}, Stream: callerStream}
 		st, err := New().Stream(context.Background(), tgt, req)
@@ -282,7 +282,7 @@ func TestVersionAndBetas(t *testing.T) {
 		{"top_k", canonical.Request{AnthropicVersion: "2026-10-21", TopK: &k}, "2023-06-01", "", `"top_k":5`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tgt, s := upstream(t, sseReply("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+			tgt, s := upstream(t, sseReply(minimalStream))
 			req := tc.req
 			req.Messages = []canonical.Message{user("x")}
 			st, err := New().Stream(context.Background(), tgt, &req)
@@ -339,3 +339,8 @@ func TestCountTokens(t *testing.T) {
 		t.Error("529 accepted")
 	}
 }
+
+// minimalStream is the shortest whole Messages stream.
+const minimalStream = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\"}}\n\n" +
+	"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\n" +
+	"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"

@@ -88,6 +88,10 @@ type decoder struct {
 	// thinks maps thinking and redacted_thinking blocks to ordinals.
 	thinks   []toolBlock
 	textSeen bool
+	// started and stopped: message_start and a message_delta seen. Every
+	// Messages stream has both; without them it is another API's stream,
+	// or a generation the server lost.
+	started, stopped bool
 }
 
 func newStream(body io.ReadCloser) *provider.SSEStream {
@@ -108,8 +112,12 @@ func (s *decoder) Decode(name, data []byte, q *provider.Queue) error {
 	if len(name) > 0 {
 		ev.kind = kind
 	}
+	if !s.started && ev.kind != evMessageStart && ev.kind != evError && ev.kind != evOther {
+		return failure.Malformed("message stream event before message_start", nil)
+	}
 	switch ev.kind {
 	case evMessageStart:
+		s.started = true
 		q.Push(canonical.Event{Kind: canonical.EventStart, ID: ev.id, Name: ev.model})
 		if ev.hasUsage {
 			// Input counts only: message_start's output count is a placeholder.
@@ -166,6 +174,7 @@ func (s *decoder) Decode(name, data []byte, q *provider.Queue) error {
 			}
 		}
 	case evMessageDelta:
+		s.stopped = true
 		if ev.hasUsage {
 			u := ev.usage // cumulative; fill what it left out from message_start
 			if !u.hasInput {
@@ -188,6 +197,9 @@ func (s *decoder) Decode(name, data []byte, q *provider.Queue) error {
 		}
 		q.Push(canonical.Event{Kind: canonical.EventStop, Stop: ev.stop, StopSequence: stopSeq})
 	case evMessageStop:
+		if !s.stopped {
+			return failure.Truncated("message_stop before any stop_reason")
+		}
 		return io.EOF
 	case evError:
 		ev.err.Status = statusOf(ev.err.Type)

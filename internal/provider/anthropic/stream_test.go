@@ -68,6 +68,12 @@ func TestStream(t *testing.T) {
 	}{
 		// Unhappy paths first.
 		{name: "empty body", body: "", wantClass: failure.ProviderUnavailable},
+		{name: "message_stop alone", body: events("message_stop", msgStop), wantClass: failure.ProviderUnavailable},
+		{name: "text before message_start", body: events("content_block_delta", textHi, "message_delta", msgDelta, "message_stop", msgStop),
+			wantClass: failure.ProviderUnavailable},
+		{name: "unnamed foreign events", body: "data: {}\n\ndata: {\"object\":\"list\"}\n\n", wantClass: failure.ProviderUnavailable},
+		{name: "message_stop before any stop_reason", body: events("message_start", msgStart, "content_block_delta", textHi, "message_stop", msgStop),
+			want: []canonical.Event{evStart, evInput, evHi}, wantClass: failure.ProviderUnavailable},
 		{name: "missing message_stop", body: events("message_start", msgStart, "content_block_start", textStart, "content_block_delta", textHi, "message_delta", msgDelta),
 			want: []canonical.Event{evStart, evInput, evHi, evUsage, evEndTur}, wantClass: failure.ProviderUnavailable},
 		{name: "cut mid event", body: events("message_start", msgStart, "content_block_delta", textHi) + "event: content_block_delta\ndata: {\"type\":\"content_bl",
