@@ -107,6 +107,10 @@ var scrubPatterns = []struct {
 	re    *regexp.Regexp
 	maybe func(msg, lower string) bool
 }{
+	// UUIDs and long hex runs (request and trace ids) first, whole: the
+	// 12-digit rule below would otherwise take a UUID's last group only.
+	{regexp.MustCompile(`\b[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b`), func(m, _ string) bool { return strings.Count(m, "-") >= 4 }},
+	{regexp.MustCompile(`\b[0-9A-Fa-f]{24,}\b`), func(m, _ string) bool { return len(m) >= 24 }},
 	{regexp.MustCompile(`\b(req|msg|chatcmpl|resp|org|proj|toolu|call)[_-][A-Za-z0-9_-]{6,}`), func(m, _ string) bool { return strings.ContainsAny(m, "_-") }},
 	{regexp.MustCompile(`\barn:aws[a-z-]*:[^\s"']+`), func(m, _ string) bool { return strings.Contains(m, "arn:aws") }},
 	{regexp.MustCompile(`\b(sk|pk|key)-[A-Za-z0-9_-]{8,}`), func(m, _ string) bool { return strings.Contains(m, "-") }},

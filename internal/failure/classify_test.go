@@ -160,6 +160,7 @@ func FuzzScrub(f *testing.F) {
 		"arn:aws:bedrock:us-east-1:123456789012:foundation-model/x",
 		"Your CREDIT balance is $12.34; Organisation acme-corp",
 		"key-ABCDEFGH12 sk-abcdefghijkl 1234567890123",
+		"request 8f14e45f-ceea-467f-a2b7-112233445566 trace 0123456789abcdef0123456789abcdef",
 	} {
 		f.Add(s)
 	}
@@ -178,6 +179,22 @@ func FuzzScrub(f *testing.F) {
 			t.Fatalf("Scrub(%q) = %q; every expression gives %q", s, out, want)
 		}
 	})
+}
+
+// Identifiers go whole: a UUID leaves none of its five groups, a long hex
+// trace id none of its digits.
+func TestScrubTakesIdentifiersWhole(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"request 8f14e45f-ceea-467f-a2b7-112233445566 failed", "request [redacted] failed"},
+		{"id 8F14E45F-CEEA-467F-A2B7-1D4C8E4D3E5A.", "id [redacted]."},
+		{"trace 0123456789abcdef0123456789abcdef here", "trace [redacted] here"},
+		{"messages.3.content: too long", "messages.3.content: too long"},
+		{"max_tokens: 4096 > 1024", "max_tokens: 4096 > 1024"},
+	} {
+		if got := Scrub(tt.in); got != tt.want {
+			t.Errorf("Scrub(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
 }
 
 // TestErrorTextIsContentFree: the operator-facing text of a classified
