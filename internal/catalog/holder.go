@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +88,9 @@ type watcher struct {
 	sum     [32]byte // hash of the last content acted on (loaded or refused)
 	hasSum  bool
 	lastErr string // last stat/read error logged, so it is logged once
+	// boot is the config the process started with: the settings read once
+	// at start-up keep its values until a restart.
+	boot *Config
 }
 
 type fileStat struct {
@@ -97,7 +102,7 @@ func (h *Holder) newWatcher(path string, logger *slog.Logger) *watcher {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	w := &watcher{h: h, path: path, log: logger}
+	w := &watcher{h: h, path: path, log: logger, boot: h.Load().Config()}
 	if s := h.Load(); s.sum != ([32]byte{}) {
 		// The snapshot came from a file: a change since is a change.
 		w.sum, w.hasSum = s.sum, true
@@ -154,7 +159,34 @@ func (w *watcher) poll() bool {
 	}
 	s := w.h.Load()
 	w.log.Info("config reloaded", "path", w.path, "deployments", len(s.order), "routes", len(s.models))
+	if changed := RestartOnly(w.boot, s.Config()); len(changed) > 0 {
+		w.log.Warn("config reloaded, but these settings take effect only on a restart; the running values stay",
+			"path", w.path, "settings", strings.Join(changed, ", "))
+	}
 	return true
+}
+
+// RestartOnly names the settings read once at start-up (the listener, the
+// ledger, the idempotency store) whose value in c differs from boot's, as
+// "name (running → configured)".
+func RestartOnly(boot, c *Config) []string {
+	var out []string
+	diff := func(name string, a, b any) {
+		if a != b {
+			out = append(out, fmt.Sprintf("%s (%v → %v)", name, a, b))
+		}
+	}
+	bs, cs := &boot.Server, &c.Server
+	diff("server.listen", bs.Listen, cs.Listen)
+	diff("server.read_header_timeout", bs.ReadHeaderTimeout.D(), cs.ReadHeaderTimeout.D())
+	diff("server.idle_timeout", bs.IdleTimeout.D(), cs.IdleTimeout.D())
+	diff("server.shutdown_grace", bs.ShutdownGrace.D(), cs.ShutdownGrace.D())
+	diff("ledger.driver", boot.Ledger.Driver, c.Ledger.Driver)
+	diff("ledger.path", boot.Ledger.Path, c.Ledger.Path)
+	diff("idempotency.max_entries", boot.Idempotency.MaxEntries, c.Idempotency.MaxEntries)
+	diff("idempotency.max_bytes", boot.Idempotency.MaxBytes, c.Idempotency.MaxBytes)
+	diff("idempotency.ttl", boot.Idempotency.TTL.D(), c.Idempotency.TTL.D())
+	return out
 }
 
 func (w *watcher) fail(err error) {

@@ -241,3 +241,30 @@ func TestNewHolderNil(t *testing.T) {
 	}()
 	NewHolder(nil)
 }
+
+// A reload that changes a setting read only at start-up (the listener,
+// the ledger) applies the rest and says, naming each, that those need a
+// restart; it keeps saying so while they differ from the running values.
+func TestReloadSaysWhatNeedsARestart(t *testing.T) {
+	h, path := newTestHolder(t, withRoute("v1"))
+	var logs bytes.Buffer
+	w := h.newWatcher(path, slog.New(slog.NewTextHandler(&logs, nil)))
+
+	writeFile(t, path, "server: {listen: \"127.0.0.1:9999\", max_body_bytes: 1024}\nledger: {path: other.db}\n"+withRoute("v2"))
+	if !w.poll() || !hasModel(h.Load(), "v2") || h.Load().Config().Server.MaxBodyBytes != 1024 {
+		t.Fatal("the live settings were not applied")
+	}
+	for _, want := range []string{"take effect only on a restart", "server.listen (127.0.0.1:8080 → 127.0.0.1:9999)", "ledger.path (spillway.db → other.db)"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "max_body_bytes") {
+		t.Errorf("a live setting was reported as needing a restart:\n%s", logs.String())
+	}
+	logs.Reset()
+	writeFile(t, path, withRoute("v3"))
+	if !w.poll() || strings.Contains(logs.String(), "restart") {
+		t.Errorf("back to the running values, a restart is still asked for:\n%s", logs.String())
+	}
+}

@@ -47,7 +47,7 @@ type Server struct {
 
 // Limits bound the lists of one request. Validation is linear in each
 // (maps, not nested scans); the bounds keep a hostile request's work and
-// memory small. Zero means the default. Read at start-up.
+// memory small. Zero means the default. A reload applies at once.
 type Limits struct {
 	// MaxMessages bounds the conversation. Default 10000.
 	MaxMessages int `yaml:"max_messages"`
