@@ -19,15 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/clock"
 	"github.com/spillway-gw/spillway/internal/ledger"
 )
-
-// Clock tells the time; tests move a fake one instead of sleeping.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // Scope names one holder of limits and spend.
 type Scope struct {
@@ -74,7 +68,7 @@ func (s *state) roll(day, sec int64) {
 // (about 1.5 KiB each), so callers pass only known scopes: authenticated
 // keys, their team and org, and configured model names.
 type Accountant struct {
-	clock Clock
+	clock clock.Passive
 	// limits is replaced whole by SetBudgets, so one Reserve sees one
 	// consistent set. Keyed by state: a pointer hashes faster than a Scope.
 	limits atomic.Pointer[map[*state]limits]
@@ -84,13 +78,13 @@ type Accountant struct {
 	seq    uint64
 }
 
-// New returns an Accountant with no limits on clock (nil = the system
-// clock).
-func New(clock Clock) *Accountant {
-	if clock == nil {
-		clock = systemClock{}
+// New returns an Accountant with no limits on c (nil = the system clock;
+// tests pass a clocktest.Clock).
+func New(c clock.Passive) *Accountant {
+	if c == nil {
+		c = clock.Real{}
 	}
-	a := &Accountant{clock: clock, states: map[Scope]*state{}}
+	a := &Accountant{clock: c, states: map[Scope]*state{}}
 	a.limits.Store(&map[*state]limits{})
 	return a
 }

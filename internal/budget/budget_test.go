@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/clock/clocktest"
 	"github.com/spillway-gw/spillway/internal/ledger"
 )
 
@@ -19,8 +20,8 @@ import (
 func TestRefusalCodes(t *testing.T) {
 	type gate struct {
 		name   string
-		budget ledger.Budget                                   // limits only; put on each scope in turn
-		fill   func(t *testing.T, a *Accountant, c *fakeClock) // uses up most of the limit
+		budget ledger.Budget                                         // limits only; put on each scope in turn
+		fill   func(t *testing.T, a *Accountant, c *clocktest.Clock) // uses up most of the limit
 		amount int64
 		tokens int
 		code   func(kind string) string
@@ -31,7 +32,7 @@ func TestRefusalCodes(t *testing.T) {
 		{
 			name:   "credit",
 			budget: ledger.Budget{CreditMicroUSD: i64(1_000_000)},
-			fill: func(t *testing.T, a *Accountant, c *fakeClock) {
+			fill: func(t *testing.T, a *Accountant, c *clocktest.Clock) {
 				mustReserve(t, a, all4, 400_000, 0).Settle(400_000, 0)
 				mustReserve(t, a, all4, 400_000, 0) // left open: holds count
 			},
@@ -47,7 +48,7 @@ func TestRefusalCodes(t *testing.T) {
 		{
 			name:   "credit, request alone too dear",
 			budget: ledger.Budget{CreditMicroUSD: i64(1_000_000)},
-			fill:   func(*testing.T, *Accountant, *fakeClock) {},
+			fill:   func(*testing.T, *Accountant, *clocktest.Clock) {},
 			amount: 1_000_001,
 			code: func(kind string) string {
 				if kind == ledger.ScopeOrg {
@@ -60,7 +61,7 @@ func TestRefusalCodes(t *testing.T) {
 		{
 			name:   "daily cap",
 			budget: ledger.Budget{DailyCapMicroUSD: i64(2_500_000)},
-			fill: func(t *testing.T, a *Accountant, c *fakeClock) {
+			fill: func(t *testing.T, a *Accountant, c *clocktest.Clock) {
 				mustReserve(t, a, all4, 2_000_000, 0).Settle(2_000_000, 0)
 			},
 			amount: 600_000,
@@ -71,7 +72,7 @@ func TestRefusalCodes(t *testing.T) {
 		{
 			name:   "daily cap, request alone too dear",
 			budget: ledger.Budget{DailyCapMicroUSD: i64(2_500_000)},
-			fill:   func(*testing.T, *Accountant, *fakeClock) {},
+			fill:   func(*testing.T, *Accountant, *clocktest.Clock) {},
 			amount: 2_500_001,
 			code:   func(kind string) string { return kind + "_daily_cap_reached" },
 			inMsg:  "lower max_tokens",
@@ -79,7 +80,7 @@ func TestRefusalCodes(t *testing.T) {
 		{
 			name:   "rpm",
 			budget: ledger.Budget{RPM: 2},
-			fill: func(t *testing.T, a *Accountant, c *fakeClock) {
+			fill: func(t *testing.T, a *Accountant, c *clocktest.Clock) {
 				mustReserve(t, a, all4, 0, 0).Release()
 				c.Advance(15 * time.Second)
 				mustReserve(t, a, all4, 0, 0).Release()
@@ -92,7 +93,7 @@ func TestRefusalCodes(t *testing.T) {
 		{
 			name:   "tpm",
 			budget: ledger.Budget{TPM: 1000},
-			fill: func(t *testing.T, a *Accountant, c *fakeClock) {
+			fill: func(t *testing.T, a *Accountant, c *clocktest.Clock) {
 				mustReserve(t, a, all4, 0, 300)
 				c.Advance(10 * time.Second)
 				mustReserve(t, a, all4, 0, 500)
@@ -106,7 +107,7 @@ func TestRefusalCodes(t *testing.T) {
 		{
 			name:   "tpm, request alone too large",
 			budget: ledger.Budget{TPM: 1000},
-			fill:   func(*testing.T, *Accountant, *fakeClock) {},
+			fill:   func(*testing.T, *Accountant, *clocktest.Clock) {},
 			tokens: 1001,
 			code:   func(kind string) string { return kind + "_tpm_exceeded" },
 			inMsg:  "shorten the input",
@@ -468,7 +469,7 @@ func TestRateWindowsSlide(t *testing.T) {
 		a, c := newTest(t0)
 		a.SetBudgets([]ledger.Budget{{Scope: ledger.ScopeKey, ID: "key_1", TPM: 100}})
 		mustReserve(t, a, all4, 0, 50)
-		c.Advance(-2 * time.Minute)
+		c.Set(c.Now().Add(-2 * time.Minute))
 		h := mustReserve(t, a, all4, 0, 50)
 		if _, r := a.Reserve(all4, 0, 1); r == nil {
 			t.Fatal("a step back emptied the window")

@@ -1,27 +1,18 @@
 package budget
 
 import (
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/clock/clocktest"
 	"github.com/spillway-gw/spillway/internal/ledger"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // t0 is a Tuesday noon, UTC, on a whole second.
 var t0 = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 
-func newTest(at time.Time) (*Accountant, *fakeClock) {
-	c := &fakeClock{now: at}
+func newTest(at time.Time) (*Accountant, *clocktest.Clock) {
+	c := clocktest.New(at)
 	return New(c), c
 }
 

@@ -5,18 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/clock"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
-
-// Clock tells the time; tests move a fake one instead of sleeping.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-// SystemClock is the real clock.
-func SystemClock() Clock { return systemClock{} }
 
 // State is a deployment's health state as shown to operators.
 type State string
@@ -72,17 +63,18 @@ type dep struct {
 
 // Tracker holds every deployment's health.
 type Tracker struct {
-	clock Clock
+	clock clock.Passive
 	mu    sync.RWMutex
 	deps  map[string]*dep
 }
 
-// NewTracker returns an empty tracker on clock (nil = the system clock).
-func NewTracker(clock Clock) *Tracker {
-	if clock == nil {
-		clock = SystemClock()
+// NewTracker returns an empty tracker on c (nil = the system clock; tests
+// pass a clocktest.Clock).
+func NewTracker(c clock.Passive) *Tracker {
+	if c == nil {
+		c = clock.Real{}
 	}
-	return &Tracker{clock: clock, deps: map[string]*dep{}}
+	return &Tracker{clock: c, deps: map[string]*dep{}}
 }
 
 // Sync makes the tracked set match ids: new deployments start healthy,

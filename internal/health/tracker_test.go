@@ -6,23 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/clock/clocktest"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func newTest(p Policy) (*Tracker, *fakeClock) {
-	clk := &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+func newTest(p Policy) (*Tracker, *clocktest.Clock) {
+	clk := clocktest.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	t := NewTracker(clk)
 	t.Sync(map[string]Policy{"a": p, "b": p})
 	return t, clk

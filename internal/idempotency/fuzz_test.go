@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillway-gw/spillway/internal/clock/clocktest"
 )
 
 // frameWriter is a ResponseWriter that keeps the bytes of each flush apart,
@@ -148,7 +150,7 @@ func FuzzStore(f *testing.F) {
 	f.Add([]byte{0x08, 0x18, 0x28, 0x38, 0x48, 0x58, 0x68, 0x78}, "k\n")
 	f.Add([]byte{0x80, 0x00, 0x83, 0x80, 0x00}, "caf\xc3\xa9")
 	f.Fuzz(func(t *testing.T, ops []byte, key string) {
-		clk := &fakeClock{now: time.Unix(1e9, 0)}
+		clk := clocktest.New(time.Unix(1e9, 0))
 		s := New(Options{MaxEntries: 4, MaxBytes: 4 * 1024, MaxEntryBytes: 1024, TTL: time.Minute, Clock: clk})
 		done, cancel := context.WithCancel(context.Background())
 		cancel() // Begin on an in-flight key must not block the fuzzer

@@ -35,14 +35,9 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/spillway-gw/spillway/internal/clock"
 )
-
-// Clock tells the time; tests move a fake one instead of sleeping.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // Defaults for Options' zero values.
 const (
@@ -71,15 +66,16 @@ type Options struct {
 	// TTL is how long a finished key is kept, counted from the moment its
 	// answer was complete (default 24h).
 	TTL time.Duration
-	// Clock is the time source (default the system clock).
-	Clock Clock
+	// Clock is the time source (nil: the system clock; tests pass a
+	// clocktest.Clock).
+	Clock clock.Passive
 }
 
 // Store maps (tenant, key) to a claim. It is safe for concurrent use; one
 // mutex guards it, held only for map and list updates, never across I/O or
 // a wait.
 type Store struct {
-	clock         Clock
+	clock         clock.Passive
 	ttl           time.Duration
 	maxEntries    int
 	maxBytes      int64
@@ -111,7 +107,7 @@ func New(o Options) *Store {
 		o.TTL = DefaultTTL
 	}
 	if o.Clock == nil {
-		o.Clock = systemClock{}
+		o.Clock = clock.Real{}
 	}
 	return &Store{
 		clock: o.Clock, ttl: o.TTL, maxEntries: o.MaxEntries, maxBytes: o.MaxBytes, maxEntryBytes: o.MaxEntryBytes,

@@ -10,22 +10,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spillway-gw/spillway/internal/clock"
+	"github.com/spillway-gw/spillway/internal/clock/clocktest"
 )
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func newTest(t testing.TB, o Options) (*Store, *fakeClock) {
-	clk := &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+func newTest(t testing.TB, o Options) (*Store, *clocktest.Clock) {
+	clk := clocktest.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	o.Clock = clk
 	s := New(o)
 	if t, ok := t.(*testing.T); ok {
@@ -494,7 +485,7 @@ func TestDefaults(t *testing.T) {
 	if s.maxEntries != DefaultMaxEntries || s.maxBytes != DefaultMaxBytes || s.maxEntryBytes != DefaultMaxBytes/4 || s.ttl != DefaultTTL {
 		t.Fatalf("defaults: %+v", s)
 	}
-	if _, ok := s.clock.(systemClock); !ok {
+	if _, ok := s.clock.(clock.Real); !ok {
 		t.Fatal("no system clock")
 	}
 	s = New(Options{MaxBytes: 100, MaxEntryBytes: 1000})
