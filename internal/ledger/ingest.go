@@ -166,18 +166,35 @@ func (w *Writer) appendJournal(items []item) {
 	start := w.now()
 	kick := false
 	w.jmu.Lock()
-	// Backpressure: the store is far behind (down, or slower than the
-	// traffic); wait for the ingester to take the pending set.
+	// Backpressure: the store is far behind (slower than the traffic);
+	// wait for the ingester to take the pending set. A store that keeps
+	// failing makes the ledger unavailable instead: admission stops, and
+	// nothing in flight hangs.
 	for w.cur.live >= w.opts.MaxPending && !w.ingestGone {
+		if w.storeFailing.Load() {
+			w.avail.set(downStore, "the store keeps failing and the journal's pending records reached max_pending")
+			break
+		}
 		w.kickIngest()
 		w.jcond.Wait()
 	}
 	var err error
-	if len(b) > 0 {
+	gone := w.avail.has(downGone)
+	switch {
+	case gone:
+		// The journal's file is unlinked: a write would "succeed" where no
+		// restart reads it.
+		err = w.avail.err()
+	case len(b) > 0:
 		var seg uint64
 		seg, err = w.j.append(b, w.opts.Fsync)
 		if seg != 0 {
 			w.cur.segs = append(w.cur.segs, seg)
+		}
+		if err != nil {
+			w.avail.set(downJournal, "the journal cannot be written: "+describe(err))
+		} else {
+			w.avail.clear(downJournal)
 		}
 	}
 	for i := range items {
@@ -186,12 +203,19 @@ func (w *Writer) appendJournal(items []item) {
 			w.cur.waiters = append(w.cur.waiters, it.w)
 			kick = true
 		case it.set != nil:
-			w.cur.addSettlement(it.set)
 			if err != nil && it.w != nil {
-				w.cur.waiters = append(w.cur.waiters, it.w)
+				// Its caller waits to deliver the answer: it will not,
+				// and the settlement (kept for the store) charges nothing.
+				undelivered(it.set)
+				if gone {
+					it.w.ch <- err
+				} else {
+					it.w.ch <- fmt.Errorf("%w: %s", ErrUnavailable, describe(err))
+				}
 				it.w = nil
 				kick = true
 			}
+			w.cur.addSettlement(it.set)
 		default:
 			w.cur.addReservation(&it.res)
 		}
@@ -201,10 +225,13 @@ func (w *Writer) appendJournal(items []item) {
 	}
 	w.curLive.Store(int64(w.cur.live))
 	w.jmu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil && !gone:
 		w.st.journalFailures.Add(1)
-		w.log.Error("ledger: journal append failed; this batch goes to the store directly", "err", err)
-	} else if nres+nset > 0 {
+		w.log.Error("ledger: journal append failed; the batch's answers are withheld and charge nothing", "err", err)
+	case err != nil:
+		// Gone: reported once, by the monitor.
+	case nres+nset > 0:
 		w.st.committed(nres, nset, w.now().Sub(start))
 	}
 	for i := range items {
@@ -310,8 +337,11 @@ func (w *Writer) ingestSet(p *pendingSet) error {
 			if items > 0 {
 				w.st.ingested(items, w.now().Sub(start))
 			}
+			w.storeFailing.Store(false)
+			w.avail.clear(downStore)
 			return nil
 		}
+		w.storeFailing.Store(true)
 		if w.ctx.Err() != nil {
 			return p.lost(tries, err)
 		}

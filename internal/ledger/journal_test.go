@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -282,13 +284,18 @@ func TestJournalRejectedRecordIsIsolated(t *testing.T) {
 	}
 }
 
-// When the journal cannot be written, the batch is not lost and not
-// acknowledged early: its Settle calls wait for the store instead.
-func TestJournalAppendFailureFallsBackToTheStore(t *testing.T) {
+// When the journal cannot be written, the ledger is unavailable at once:
+// a Settle waiting to deliver its answer fails without waiting for the
+// store (the answer is withheld), its settlement goes to the store
+// uncharged, and the next append that succeeds makes the ledger available.
+func TestJournalAppendFailureMakesTheLedgerUnavailable(t *testing.T) {
 	f := &fakeStore{block: make(chan struct{}), entered: make(chan struct{}, 1)}
 	w, path, _ := journalWriter(t, f, WriterOptions{})
 	w.SettleAsync(settlement("first")) // opens a segment
 	waitFor(t, "first appended", func() bool { return w.Stats().Pending == 1 })
+	if err := w.Unavailable(); err != nil {
+		t.Fatalf("Unavailable before any failure = %v", err)
+	}
 	// Swap the segment for a read-only handle: the next write fails.
 	w.jmu.Lock()
 	ro, err := os.Open(w.j.segment(w.j.seq))
@@ -298,17 +305,23 @@ func TestJournalAppendFailureFallsBackToTheStore(t *testing.T) {
 	w.j.f.Close()
 	w.j.f = ro
 	w.jmu.Unlock()
-	settled := make(chan error, 1)
-	go func() { settled <- w.Settle(context.Background(), settlement("b")) }()
-	<-f.entered // the ingester, asked at once, is writing to the store
-	select {
-	case err := <-settled:
-		t.Fatalf("Settle returned %v before the store had the row", err)
-	default:
+	b := settlement("b")
+	b.Request.CostMicroUSD, b.Request.CostStatus = 700, CostPriced
+	b.Attempts[0].CostMicroUSD = 700
+	// The store is blocked: Settle must not wait for it.
+	if err := w.Settle(context.Background(), b); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Settle = %v, want ErrUnavailable", err)
+	}
+	if b.Request.CostMicroUSD != 0 || b.Attempts[0].CostMicroUSD != 0 || b.Request.Status != StatusFailed ||
+		b.Request.FailureClass != ClassLedgerUnavailable || b.Request.CostStatus != CostNone {
+		t.Errorf("the withheld answer's settlement = %+v, want uncharged and failed as ledger_unavailable", b.Request)
+	}
+	if err := w.Unavailable(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "journal cannot be written") {
+		t.Errorf("Unavailable = %v, want the journal's failure", err)
 	}
 	close(f.block)
-	if err := <-settled; err != nil {
-		t.Fatalf("Settle = %v", err)
+	if err := w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	if got := flat(f.committed()); !slices.Equal(got, []string{"S:first", "S:b"}) {
 		t.Errorf("store got %v", got)
@@ -319,6 +332,9 @@ func TestJournalAppendFailureFallsBackToTheStore(t *testing.T) {
 	// The journal recovers: the next append starts a new segment.
 	if err := w.Settle(context.Background(), settlement("c")); err != nil {
 		t.Fatal(err)
+	}
+	if err := w.Unavailable(); err != nil {
+		t.Errorf("Unavailable after a good append = %v", err)
 	}
 	if got := recordsOf(t, path); !slices.Equal(got, []string{"S:c"}) {
 		t.Errorf("journal after the failure holds %v, want [S:c]", got)
@@ -677,4 +693,79 @@ func BenchmarkJournalOverhead(b *testing.B) {
 	})
 	st := w.Stats()
 	b.ReportMetric(st.AvgBatch, "items/batch")
+}
+
+// A ledger file deleted (or replaced) while serving makes the ledger
+// unavailable within a check, for good: writes would land in an unlinked
+// file no restart reads. A Settle waiting to deliver then fails at once.
+func TestDeletedLedgerIsUnavailable(t *testing.T) {
+	for _, victim := range []string{"db", "journal lock"} {
+		t.Run(victim, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "l.db")
+			if err := os.WriteFile(db, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f := &fakeStore{}
+			w, path, _ := journalWriter(t, f, WriterOptions{Watch: []string{db}, CheckEvery: 5 * time.Millisecond, MinFreeBytes: -1})
+			if err := w.Settle(context.Background(), settlement("before")); err != nil {
+				t.Fatal(err)
+			}
+			gone := db
+			if victim != "db" {
+				gone = path + ".lock"
+			}
+			if err := os.Remove(gone); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the deletion noticed", func() bool { return w.Unavailable() != nil })
+			if err := w.Unavailable(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deleted or replaced") {
+				t.Errorf("Unavailable = %v", err)
+			}
+			after := settlement("after")
+			if err := w.Settle(context.Background(), after); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("Settle after the deletion = %v, want ErrUnavailable", err)
+			}
+			if after.Request.Status != StatusFailed || after.Request.FailureClass != ClassLedgerUnavailable {
+				t.Errorf("settlement after the deletion = %+v", after.Request)
+			}
+			// A new file at the path is another file: still unavailable.
+			if err := os.WriteFile(gone, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond) // several checks
+			if w.Unavailable() == nil {
+				t.Error("a replaced file made the ledger available again")
+			}
+		})
+	}
+}
+
+// Below min_free_bytes the ledger is unavailable before any write fails,
+// and available again once the space is back.
+func TestLowDiskIsUnavailable(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var free atomic.Uint64
+	free.Store(1 << 20)
+	w, _, _ := journalWriter(t, &fakeStore{}, WriterOptions{Watch: []string{db}, CheckEvery: 5 * time.Millisecond,
+		MinFreeBytes: 32 << 20, free: func(string) (uint64, bool) { return free.Load(), true }})
+	waitFor(t, "the low disk noticed", func() bool { return w.Unavailable() != nil })
+	if err := w.Unavailable(); !strings.Contains(err.Error(), "1024 KiB free under") {
+		t.Errorf("Unavailable = %v", err)
+	}
+	free.Store(1 << 30)
+	waitFor(t, "the space back", func() bool { return w.Unavailable() == nil })
+}
+
+// After a failed append, the monitor's probe makes the ledger available
+// again without waiting for traffic (admission is stopped meanwhile).
+func TestJournalProbeRestoresAvailability(t *testing.T) {
+	w, path, _ := journalWriter(t, &fakeStore{}, WriterOptions{CheckEvery: 5 * time.Millisecond, MinFreeBytes: -1})
+	w.avail.set(downJournal, "the journal cannot be written: no space left on device")
+	waitFor(t, "the probe", func() bool { return w.Unavailable() == nil })
+	if _, err := os.Stat(path + ".probe"); !os.IsNotExist(err) {
+		t.Errorf("the probe file was left behind: %v", err)
+	}
 }

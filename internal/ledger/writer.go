@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,8 +63,23 @@ type WriterOptions struct {
 	// the store (backpressure, as a full queue). Default 100000.
 	MaxPending int
 
+	// Watch lists the files the ledger lives in (the store's database
+	// file; with a Journal, its lock file is watched too). One deleted or
+	// replaced while the process runs makes the ledger unavailable until
+	// a restart: the process would go on writing where no restart reads.
+	Watch []string
+	// CheckEvery is how often the watched files and their file system's
+	// free space are checked, and a failed journal probed. Default 1s.
+	CheckEvery time.Duration
+	// MinFreeBytes: with less free space than this under the first watched
+	// file, the ledger is unavailable (admission stops before a write
+	// fails). Default 32 MiB; negative turns the check off.
+	MinFreeBytes int64
+
 	// ingestTick, when set (tests), replaces the IngestEvery ticker.
 	ingestTick <-chan time.Time
+	// free, when set (tests), replaces the free-space query.
+	free func(dir string) (uint64, bool)
 }
 
 // Retry policy for a failed commit: bounded, doubling, no jitter (there is
@@ -153,6 +169,10 @@ type Writer struct {
 	ingestFailed bool // a set was given up: keep every segment from now on
 
 	st stats
+
+	avail        availability
+	storeFailing atomic.Bool   // the ingester's last store write failed
+	monitorDone  chan struct{} // closed when the storage monitor has exited
 }
 
 type item struct {
@@ -193,6 +213,15 @@ func newWriter(s Store, opts WriterOptions, now func() time.Time, sleep func(con
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = defaultMaxPending
 	}
+	if opts.CheckEvery <= 0 {
+		opts.CheckEvery = defaultCheckEvery
+	}
+	if opts.MinFreeBytes == 0 {
+		opts.MinFreeBytes = defaultMinFreeBytes
+	}
+	if opts.free == nil {
+		opts.free = freeBytes
+	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -212,6 +241,8 @@ func newWriter(s Store, opts WriterOptions, now func() time.Time, sleep func(con
 		sleep:   sleep,
 		now:     now,
 		buf:     make([]item, 0, opts.MaxBatch),
+
+		monitorDone: make(chan struct{}),
 	}
 	w.waiters.New = func() any { return &waiter{ch: make(chan error, 1)} }
 	if j := opts.Journal; j != nil {
@@ -234,6 +265,21 @@ func newWriter(s Store, opts WriterOptions, now func() time.Time, sleep func(con
 		w.curLive.Store(int64(w.cur.live))
 		go w.ingestLoop()
 	}
+	watch := opts.Watch
+	if w.j != nil {
+		watch = append(slices.Clip(watch), w.j.path+".lock")
+	}
+	files, err := watchFiles(watch)
+	if err != nil {
+		w.log.Error("ledger: a file the ledger lives in is missing", "err", err)
+		w.avail.set(downGone, err.Error())
+	}
+	go func() {
+		defer close(w.monitorDone)
+		if len(files) > 0 {
+			w.monitor(files)
+		}
+	}()
 	go w.run()
 	return w
 }
@@ -396,6 +442,7 @@ func (w *Writer) Close(ctx context.Context) error {
 	})
 	select {
 	case <-w.done:
+		<-w.monitorDone // it exits on quit, within a check
 		return nil
 	case <-ctx.Done():
 		w.abort()
