@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -74,9 +77,18 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 		}
 		fsync = b
 	}
+	_, statErr := os.Stat(cfg.Ledger.Path)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
 	store, err := sqlite.Open(ctx, cfg.Ledger.Path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger %s: %w", cfg.Ledger.Path, err)
+	}
+	if fresh {
+		// Said loudly: a ledger deleted since the last run looks the same,
+		// and its keys and usage are gone.
+		abs, _ := filepath.Abs(cfg.Ledger.Path)
+		log.Warn("no ledger at the configured path: created a new, empty one", "path", abs)
+		fmt.Fprintf(stdout, "created a new, empty ledger at %s (if one was there before, its keys and usage are not in it)\n", abs)
 	}
 	g := &gateway{store: store}
 	ok := false
@@ -139,7 +151,8 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 	}
 	go g.auth.Run(ctx, refreshEvery)
 	go refreshBudgets(ctx, store, g.budget, log)
-	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log, Journal: journal, Fsync: fsync})
+	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log, Journal: journal, Fsync: fsync,
+		Watch: []string{cfg.Ledger.Path}, MinFreeBytes: cfg.Ledger.MinFreeBytes})
 	ic := cfg.Idempotency
 	so := server.Options{
 		Catalog:     holder,

@@ -90,3 +90,34 @@ routes: [{model: m, pool: p}]
 		t.Errorf("spillway ledger repair said:\n%s", out.String())
 	}
 }
+
+// A ledger missing at start-up is created, and said to be new: a ledger
+// deleted since the last run looks the same, and its keys are gone.
+func TestFreshLedgerIsAnnounced(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	cfg, err := catalog.Parse([]byte(`ledger: {path: `+path+`}
+deployments:
+  - {id: a, provider: openai, base_url: "http://127.0.0.1:9", model: m, price: {input_per_mtok: 1, output_per_mtok: 1}}
+pools: [{id: p, model: m, deployments: [a]}]
+routes: [{model: m, pool: p}]
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Build(cfg, "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		var out bytes.Buffer
+		g, err := openGateway(ctx, catalog.NewHolder(snap), slog.New(slog.DiscardHandler), &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.close(ctx)
+		if got := strings.Contains(out.String(), "created a new, empty ledger at "+path); got != want {
+			t.Errorf("start %d: announced a new ledger = %v, want %v:\n%s", i+1, got, want, out.String())
+		}
+	}
+}

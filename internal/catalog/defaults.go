@@ -40,6 +40,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.Limits.MaxStopSequences, 16)
 	setDefault(&c.Ledger.Driver, "sqlite")
 	setDefault(&c.Ledger.Path, "spillway.db")
+	setDefault(&c.Ledger.MinFreeBytes, int64(32<<20))
 	setDefault(&c.Idempotency.MaxEntries, 10000)
 	setDefault(&c.Idempotency.MaxBytes, int64(64<<20))
 	setDefault(&c.Idempotency.TTL, Duration(24*time.Hour))

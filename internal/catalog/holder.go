@@ -183,6 +183,7 @@ func RestartOnly(boot, c *Config) []string {
 	diff("server.shutdown_grace", bs.ShutdownGrace.D(), cs.ShutdownGrace.D())
 	diff("ledger.driver", boot.Ledger.Driver, c.Ledger.Driver)
 	diff("ledger.path", boot.Ledger.Path, c.Ledger.Path)
+	diff("ledger.min_free_bytes", boot.Ledger.MinFreeBytes, c.Ledger.MinFreeBytes)
 	diff("idempotency.max_entries", boot.Idempotency.MaxEntries, c.Idempotency.MaxEntries)
 	diff("idempotency.max_bytes", boot.Idempotency.MaxBytes, c.Idempotency.MaxBytes)
 	diff("idempotency.ttl", boot.Idempotency.TTL.D(), c.Idempotency.TTL.D())

@@ -69,6 +69,10 @@ type Ledger struct {
 	// Path is the SQLite file. Default "spillway.db" (relative to the
 	// working directory).
 	Path string `yaml:"path"`
+	// MinFreeBytes: with less free space than this on the ledger's file
+	// system, billable requests are refused (503 ledger_unavailable)
+	// before a write can fail. Default 32 MiB; -1 turns the check off.
+	MinFreeBytes int64 `yaml:"min_free_bytes"`
 }
 
 // Idempotency bounds the in-memory Idempotency-Key store.

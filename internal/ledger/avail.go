@@ -34,13 +34,31 @@ const (
 	probeBytes          = 64 << 10
 )
 
+// reasonNames are the kinds of trouble as readiness and metrics name them.
+var reasonNames = [downReasons]string{"ledger_files_gone", "disk_low", "journal_unwritable", "store_failing"}
+
+// UnavailableError says why the ledger is unavailable: Reason is a short
+// name for readiness and metrics (ledger_files_gone, disk_low,
+// journal_unwritable, store_failing), Detail the operator's explanation
+// (paths included: never shown to callers).
+type UnavailableError struct {
+	Reason, Detail string
+}
+
+func (e *UnavailableError) Error() string {
+	return "ledger unavailable (" + e.Reason + "): " + e.Detail
+}
+
+// Is makes errors.Is(err, ErrUnavailable) hold.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
 // availability is the Writer's view of its storage: a reason per kind of
 // trouble, and the first one set published for lock-free reads (the
 // admission check runs on every request).
 type availability struct {
 	mu      sync.Mutex
 	reasons [downReasons]string
-	cur     atomic.Pointer[string]
+	cur     atomic.Pointer[UnavailableError]
 }
 
 func (a *availability) set(kind int, why string) {
@@ -64,9 +82,9 @@ func (a *availability) has(kind int) bool {
 }
 
 func (a *availability) publish() {
-	for _, r := range a.reasons {
+	for kind, r := range a.reasons {
 		if r != "" {
-			a.cur.Store(&r)
+			a.cur.Store(&UnavailableError{Reason: reasonNames[kind], Detail: r})
 			return
 		}
 	}
@@ -75,14 +93,14 @@ func (a *availability) publish() {
 
 func (a *availability) err() error {
 	if p := a.cur.Load(); p != nil {
-		return fmt.Errorf("%w: %s", ErrUnavailable, *p)
+		return p
 	}
 	return nil
 }
 
 // Unavailable returns nil while the ledger can make rows durable, else an
-// error wrapping ErrUnavailable that says why. It is cheap enough to call
-// on every request.
+// *UnavailableError (errors.Is ErrUnavailable) saying why. It is cheap
+// enough to call on every request.
 func (w *Writer) Unavailable() error { return w.avail.err() }
 
 // watched is a file whose identity is checked: deleting or replacing it

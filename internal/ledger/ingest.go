@@ -210,7 +210,7 @@ func (w *Writer) appendJournal(items []item) {
 				if gone {
 					it.w.ch <- err
 				} else {
-					it.w.ch <- fmt.Errorf("%w: %s", ErrUnavailable, describe(err))
+					it.w.ch <- &UnavailableError{Reason: reasonNames[downJournal], Detail: describe(err)}
 				}
 				it.w = nil
 				kick = true

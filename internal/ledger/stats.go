@@ -31,7 +31,11 @@ type WriterStats struct {
 	// Ingest latency: one pending set into the store.
 	IngestP50, IngestP99, IngestMax time.Duration
 	Pending                         int   // records not in the store yet (being ingested included)
-	JournalFailures                 int64 // group commits whose journal append failed (sent to the store instead)
+	JournalFailures                 int64 // group commits whose journal append failed (their answers withheld)
+
+	// Unavailable names why the ledger cannot make rows durable now (see
+	// UnavailableError.Reason); "" while it can.
+	Unavailable string
 }
 
 // Stats returns a snapshot of the Writer's counters.
@@ -54,6 +58,9 @@ func (w *Writer) Stats() WriterStats {
 	ws.Ingested = w.st.ingestedRows.Load()
 	ws.IngestP50, ws.IngestP99, ws.IngestMax = w.st.ingest.quantiles()
 	ws.JournalFailures = w.st.journalFailures.Load()
+	if e, ok := w.avail.err().(*UnavailableError); ok {
+		ws.Unavailable = e.Reason
+	}
 	if w.j != nil {
 		ws.Pending = int(w.curLive.Load() + w.ingesting.Load())
 	}

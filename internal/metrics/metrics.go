@@ -125,12 +125,13 @@ var (
 		{prometheus.NewDesc("spillway_ledger_settlements_total", "Settlements committed.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Settlements }},
 		{prometheus.NewDesc("spillway_ledger_retries_total", "Failed store writes that were retried.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Retries }},
 		{prometheus.NewDesc("spillway_ledger_lost_total", "Ledger items whose write finally failed: any value above 0 needs an operator.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Lost }},
-		{prometheus.NewDesc("spillway_ledger_journal_failures_total", "Group commits whose journal append failed and went to the store instead.", nil, nil), func(s *ledger.WriterStats) int64 { return s.JournalFailures }},
+		{prometheus.NewDesc("spillway_ledger_journal_failures_total", "Group commits whose journal append failed (their answers were withheld, uncharged).", nil, nil), func(s *ledger.WriterStats) int64 { return s.JournalFailures }},
 		{prometheus.NewDesc("spillway_ledger_ingests_total", "Journal ingests into the store.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Ingests }},
 		{prometheus.NewDesc("spillway_ledger_ingested_total", "Journal records ingested into the store.", nil, nil), func(s *ledger.WriterStats) int64 { return s.Ingested }},
 	}
 	ledgerQueuedDesc  = prometheus.NewDesc("spillway_ledger_queued", "Items waiting for the ledger writer.", nil, nil)
 	ledgerPendingDesc = prometheus.NewDesc("spillway_ledger_pending", "Journal records not yet in the store.", nil, nil)
+	ledgerAvailDesc   = prometheus.NewDesc("spillway_ledger_available", "1 while the ledger can make rows durable; 0 while billable requests are refused (503 ledger_unavailable), with the reason label saying why.", []string{"reason"}, nil)
 	ledgerWaitDesc    = prometheus.NewDesc("spillway_ledger_settle_wait_seconds", "How long a response's final byte waited for its settlement to be committed (approximate quantile).", []string{"quantile"}, nil)
 )
 
@@ -141,6 +142,7 @@ func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- ledgerQueuedDesc
 	ch <- ledgerPendingDesc
 	ch <- ledgerWaitDesc
+	ch <- ledgerAvailDesc
 }
 
 func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
@@ -152,4 +154,9 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(ledgerPendingDesc, prometheus.GaugeValue, float64(s.Pending))
 	ch <- prometheus.MustNewConstMetric(ledgerWaitDesc, prometheus.GaugeValue, s.SettleP50.Seconds(), "0.5")
 	ch <- prometheus.MustNewConstMetric(ledgerWaitDesc, prometheus.GaugeValue, s.SettleP99.Seconds(), "0.99")
+	avail := 1.0
+	if s.Unavailable != "" {
+		avail = 0
+	}
+	ch <- prometheus.MustNewConstMetric(ledgerAvailDesc, prometheus.GaugeValue, avail, s.Unavailable)
 }

@@ -159,6 +159,14 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.IdempotencyBase = key.ID + "\x00" + ik
 	}
 
+	// A ledger that cannot record the request refuses it before any work.
+	if pub := s.ledgerGate(); pub != nil {
+		if c.owner != nil {
+			c.owner.Release() // nothing went upstream: a later retry may run
+		}
+		s.writeError(w, c, pub, nil)
+		return
+	}
 	// 4. Select the rungs, then 5. reserve the worst case once.
 	if pub := s.selectRungs(rt, rr, req, p); pub != nil {
 		s.writeError(w, c, pub, nil)
@@ -198,8 +206,14 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.finishIdempotency(c, pub.Status, false, len(res.Attempts) > 0)
 		return
 	}
-	// The settled rows are durable before the answer's first (and last) byte.
-	s.settle(r.Context(), c, p, res, true)
+	// The settled rows are durable before the answer's first (and last)
+	// byte; an answer the ledger could not record is withheld.
+	if err := s.settle(r.Context(), c, p, res, true); err != nil {
+		pub := errLedgerUnavailable(true)
+		s.writeError(w, c, pub, res)
+		s.finishIdempotency(c, pub.Status, false, true)
+		return
+	}
 	if !res.UsageReported {
 		// A provider that reported no usage (Gemini's embeddings, some
 		// compatible servers): the answer shows what was billed.

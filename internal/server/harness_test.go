@@ -145,7 +145,8 @@ func newHarnessOpts(t testing.TB, edit func(*catalog.Config), tweak func(*server
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.writer = ledger.NewWriter(store, ledger.WriterOptions{Journal: journal})
+	h.writer = ledger.NewWriter(store, ledger.WriterOptions{Journal: journal,
+		Watch: []string{h.dbPath}, CheckEvery: 10 * time.Millisecond, MinFreeBytes: -1})
 	t.Cleanup(func() {
 		_ = h.writer.Close(context.Background())
 		_ = store.Close()

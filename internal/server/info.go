@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,10 +11,28 @@ import (
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/jsonw"
 	"github.com/spillway-gw/spillway/internal/keys"
+	"github.com/spillway-gw/spillway/internal/ledger"
 )
 
+// handleHealthz answers /healthz and /readyz: 200 while the gateway can
+// take billable requests, 503 with the reason while its ledger cannot
+// record them (an orchestrator then routes traffic elsewhere). The reason
+// is a short name; the detail, with paths, is in the log.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.opts.Ledger != nil {
+		if err := s.opts.Ledger.Unavailable(); err != nil {
+			reason := "ledger_unavailable"
+			var ue *ledger.UnavailableError
+			if errors.As(err, &ue) {
+				reason = ue.Reason
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"unavailable","reason":"` + reason + `","error":"ledger_unavailable"}`))
+			return
+		}
+	}
 	_, _ = w.Write([]byte(`{"status":"ok"}`))
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/canonical"
@@ -122,9 +123,9 @@ func argsLen(tcs []canonical.ToolCall) int {
 // settle settles the request exactly once: the budget hold, then the
 // ledger's request and attempt rows. With wait, it returns only once the
 // rows are durable, so it is called right before a response's final byte.
-func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engine.Result, wait bool) {
+func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engine.Result, wait bool) error {
 	if c.settled {
-		return
+		return nil
 	}
 	c.settled = true
 	var u canonical.Usage
@@ -142,28 +143,55 @@ func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engin
 		}
 	}
 	c.cost, c.costStatus, c.billed = cost, status, u
-	if c.hold != nil {
-		c.hold.Settle(cost, u.InputTokens+u.OutputTokens)
+	var err error
+	if s.opts.Ledger != nil && c.key != nil {
+		st := s.settlement(c, p, res, u, cost, status)
+		if !wait {
+			s.opts.Ledger.SettleAsync(st)
+		} else {
+			err = s.opts.Ledger.Settle(ctx, st)
+		}
 	}
-	if s.opts.Ledger == nil || c.key == nil {
-		return
-	}
-	st := s.settlement(c, p, res, u, cost, status)
-	if !wait {
-		s.opts.Ledger.SettleAsync(st)
-		return
-	}
-	switch err := s.opts.Ledger.Settle(ctx, st); {
+	switch {
 	case err == nil:
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// The caller left while the row was being made durable; the
 		// Writer still commits it, so there is nothing to alarm about.
 		s.opts.Log.Debug("caller left during settlement", "request_id", c.id)
+		err = nil
 	default:
-		// The caller's answer is not held hostage to the ledger; the
-		// operator is told loudly.
-		s.opts.Log.Error("settling in the ledger", "request_id", c.id, "err", err)
+		// The row could not be made durable: the answer is withheld (an
+		// answer that reached its caller always has its row), and nothing
+		// is charged, here or in the ledger.
+		s.opts.Log.Error("settling in the ledger; the answer is withheld", "request_id", c.id, "err", err)
+		c.cost, c.costStatus = 0, ledger.CostNone
+		cost = 0
 	}
+	if c.hold != nil {
+		c.hold.Settle(cost, u.InputTokens+u.OutputTokens)
+	}
+	return err
+}
+
+// errLedgerUnavailable is what a caller is told when the ledger cannot
+// record its request: before any work (admission), or instead of an
+// answer that could not be recorded.
+func errLedgerUnavailable(withheld bool) *failure.Public {
+	msg := "the gateway cannot record usage right now, so it accepts no billable request; nothing was sent to a model provider or charged; retry shortly"
+	if withheld {
+		msg = "the gateway could not record this answer in its ledger, so the answer is withheld and nothing is charged; retry shortly"
+	}
+	return &failure.Public{Status: http.StatusServiceUnavailable, Code: "ledger_unavailable", Message: msg,
+		RetryAfter: 5 * time.Second, Retryable: true}
+}
+
+// ledgerGate refuses billable work while the ledger cannot make rows
+// durable.
+func (s *Server) ledgerGate() *failure.Public {
+	if s.opts.Ledger == nil || s.opts.Ledger.Unavailable() == nil {
+		return nil
+	}
+	return errLedgerUnavailable(false)
 }
 
 // settlement builds the content-free ledger rows of a request.

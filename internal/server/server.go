@@ -112,7 +112,7 @@ func New(opts Options) *Server {
 		}
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency}
-	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}), engine.WithClock(opts.Now),
+	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}),
 		engine.WithObserver(opts.Metrics))
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	s.streamBufs.New = func() any { b := make([]byte, 0, 1024); return &b }
@@ -122,6 +122,7 @@ func New(opts Options) *Server {
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
+	s.mux.HandleFunc("GET /readyz", s.handleHealthz)
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	s.mux.Handle("GET /v1/admin/health", s.admin(s.handleAdminHealth))

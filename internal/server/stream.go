@@ -27,6 +27,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engi
 		writeTimeout: s.opts.Catalog.Load().Config().Server.WriteTimeout.D()}
 	res := s.engine.Stream(r.Context(), p, c.req, sink)
 	switch {
+	case sink.withheld:
+		c.status, c.outcome = http.StatusOK, "interrupted_ledger_unavailable"
+		s.finishIdempotency(c, http.StatusOK, true, true)
 	case res.Err != nil && res.Err.Class == failure.ClientCancelled:
 		// Nobody is listening: settle what was delivered, without waiting.
 		s.settle(r.Context(), c, p, res, false)
@@ -62,6 +65,9 @@ type streamSink struct {
 	// reading is cut off, as a caller that left (never the provider's
 	// fault).
 	writeTimeout time.Duration
+	// withheld: the ledger could not record the answer, so its terminator
+	// was replaced by a ledger_unavailable error event.
+	withheld bool
 }
 
 func (k *streamSink) Commit(res *engine.Result) error {
@@ -102,7 +108,20 @@ func (k *streamSink) deadline() {
 // Finish settles (durably) before the success terminator goes out, so a
 // caller who saw the terminator has a settled row.
 func (k *streamSink) Finish(res *engine.Result) error {
-	k.s.settle(k.r.Context(), k.c, k.p, res, true)
+	if err := k.s.settle(k.r.Context(), k.c, k.p, res, true); err != nil {
+		// The ledger could not record the answer: no terminator, so the
+		// caller's client reports the answer incomplete, and nothing is
+		// charged.
+		k.withheld = true
+		pub := errLedgerUnavailable(true)
+		*k.buf = k.enc.Interrupt((*k.buf)[:0], pub, res.DeliveredTokens)
+		ferr := k.flush()
+		setCostHeaders(k.w.Header(), k.c)
+		if ferr != nil {
+			return ferr
+		}
+		return err
+	}
 	u := res.Usage
 	if !res.UsageReported {
 		u = k.c.billed // what the answer was billed at, as for a whole answer
