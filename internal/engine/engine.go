@@ -14,6 +14,7 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/clock"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/provider"
 )
@@ -127,7 +128,8 @@ type Engine struct {
 	log      *slog.Logger
 	observer Observer
 	gate     Gate
-	now      func() time.Time
+	// clock times attempts and runs their watchdogs (never nil).
+	clock clock.Clock
 	// maxAnswer bounds an assembled non-streamed answer, in bytes.
 	maxAnswer int
 }
@@ -141,8 +143,9 @@ func WithObserver(o Observer) Option { return func(e *Engine) { e.observer = o }
 // WithGate sets the attempt gate (default none: every attempt admitted).
 func WithGate(g Gate) Option { return func(e *Engine) { e.gate = g } }
 
-// WithClock sets the clock used for attempt timestamps (default time.Now).
-func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+// WithClock sets the clock that times attempts and runs the watchdog's
+// first-byte, idle and total bounds (default and nil: clock.Real).
+func WithClock(c clock.Clock) Option { return func(e *Engine) { e.clock = c } }
 
 // WithMaxAnswerBytes bounds a non-streamed answer assembled in memory
 // (default DefaultMaxAnswerBytes); a provider sending more fails the
@@ -151,12 +154,17 @@ func WithMaxAnswerBytes(n int) Option { return func(e *Engine) { e.maxAnswer = n
 
 // New returns an Engine logging to log (operator logs: never content).
 func New(log *slog.Logger, opts ...Option) *Engine {
-	e := &Engine{log: log, now: time.Now}
+	e := &Engine{log: log}
 	for _, o := range opts {
 		o(e)
 	}
+	if e.clock == nil {
+		e.clock = clock.Real{}
+	}
 	return e
 }
+
+func (e *Engine) now() time.Time { return e.clock.Now() }
 
 // UpstreamKey derives the idempotency key sent to rung i: stable for a
 // same-rung retry, different for every rung.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/clock"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -112,10 +113,12 @@ var (
 // touch it: it only notes the time, and the timer, when it fires, checks
 // whether a bound really passed and otherwise sets itself for the next
 // one. Per streamed attempt that is one context and one timer, and per
-// event a clock read instead of a timer reset.
+// event a clock read instead of a timer reset. Time, timer included, comes
+// from the engine's clock, so tests drive the bounds with a fake one.
 type watchdog struct {
-	timer     *time.Timer
-	start     time.Time     // offsets below are from here (monotonic)
+	clock     clock.Clock
+	timer     clock.Timer
+	start     time.Time     // offsets below are from here (monotonic on clock.Real)
 	firstByte time.Duration // 0: none
 	idle      time.Duration // 0: none
 	end       time.Duration // the total bound; 0: none
@@ -130,16 +133,24 @@ type watchdog struct {
 	cancel  context.CancelCauseFunc
 }
 
-func startWatchdog(cancel context.CancelCauseFunc, firstByte, idle, total time.Duration) *watchdog {
-	w := &watchdog{start: time.Now(), firstByte: firstByte, idle: idle, end: total, first: true, cancel: cancel}
+func startWatchdog(c clock.Clock, cancel context.CancelCauseFunc, firstByte, idle, total time.Duration) *watchdog {
+	w := &watchdog{clock: c, start: c.Now(), firstByte: firstByte, idle: idle, end: total, first: true, cancel: cancel}
 	w.last.Store(-1)
 	if d, ok := w.due(0, firstByte); ok {
-		// Made stopped, then started, so that fire always sees w.timer.
-		w.timer = time.AfterFunc(time.Duration(math.MaxInt64), w.fire)
-		w.timer.Reset(d)
+		w.arm(d)
 	}
 	return w
 }
+
+// arm sets w.timer to fire in d. It is made stopped, stored, then started,
+// so that fire always sees w.timer.
+func (w *watchdog) arm(d time.Duration) {
+	w.timer = w.clock.AfterFunc(time.Duration(math.MaxInt64), w.fire)
+	w.timer.Reset(d)
+}
+
+// elapsed is the offset of now from the start.
+func (w *watchdog) elapsed() time.Duration { return w.clock.Now().Sub(w.start) }
 
 // due is the wait from now (an offset) until the earlier of the silence
 // bound at offset silence (0: none) and the total bound; false: neither.
@@ -158,7 +169,7 @@ func (w *watchdog) fire() {
 	if w.stopped.Load() {
 		return
 	}
-	now := time.Since(w.start)
+	now := w.elapsed()
 	if w.writing.Load() {
 		// Look again later; release restarts the idle clock.
 		w.timer.Reset(max(w.idle, w.firstByte, time.Second))
@@ -194,7 +205,7 @@ func (w *watchdog) fire() {
 // event notes that an event arrived. Only the first one may move the timer
 // earlier (an idle bound shorter than what is left of the first-byte one).
 func (w *watchdog) event() {
-	now := time.Since(w.start)
+	now := w.elapsed()
 	w.last.Store(int64(now))
 	if !w.first {
 		return
@@ -209,8 +220,7 @@ func (w *watchdog) event() {
 	case !ok:
 		w.stop()
 	case w.timer == nil:
-		w.timer = time.AfterFunc(time.Duration(math.MaxInt64), w.fire)
-		w.timer.Reset(d)
+		w.arm(d)
 	default:
 		w.timer.Reset(d)
 	}
@@ -222,7 +232,7 @@ func (w *watchdog) hold() { w.writing.Store(true) }
 // release resumes them, the idle clock restarting now: the provider had
 // no chance to speak while its stream went unread.
 func (w *watchdog) release() {
-	w.last.Store(int64(time.Since(w.start)))
+	w.last.Store(int64(w.elapsed()))
 	w.writing.Store(false)
 }
 
@@ -279,7 +289,7 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 	a := Attempt{Rung: i, Deployment: r.Deployment.ID, Retry: retry, Start: e.now()}
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wd := startWatchdog(cancel, to.FirstByte.D(), to.Idle.D(), to.Total.D())
+	wd := startWatchdog(e.clock, cancel, to.FirstByte.D(), to.Idle.D(), to.Total.D())
 	defer wd.stop()
 
 	// fail records the attempt's failure; after commit it also ends the
