@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,12 +62,28 @@ func TestSSEStreamEnds(t *testing.T) {
 	}
 }
 
+// readSignal is a body that closes reading when a Read starts once armed.
+type readSignal struct {
+	io.ReadCloser
+	armed   atomic.Bool
+	once    sync.Once
+	reading chan struct{}
+}
+
+func (r *readSignal) Read(p []byte) (int, error) {
+	if r.armed.Load() {
+		r.once.Do(func() { close(r.reading) })
+	}
+	return r.ReadCloser.Read(p)
+}
+
 // TestSSEStreamCloseUnblocksNext closes a stream from another goroutine
 // while Next waits for data: Next must return, and -race must stay quiet.
 func TestSSEStreamCloseUnblocksNext(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	s := NewSSEStream(pr, echo{}, "the end")
+	body := &readSignal{ReadCloser: pr, reading: make(chan struct{})}
+	s := NewSSEStream(body, echo{}, "the end")
 	go func() { _, _ = pw.Write([]byte("data: a\n\n")) }()
 	if ev, err := s.Next(); err != nil || ev.Text != "a" {
 		t.Fatalf("first event %+v, %v", ev, err)
@@ -74,11 +92,16 @@ func TestSSEStreamCloseUnblocksNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
+	body.armed.Store(true)
 	go func() {
 		_, err := s.Next() // blocks: nothing more is written
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	// Close once Next is reading the body, past its closed check: the pipe
+	// then fails that read with io.ErrClosedPipe, whether the read had
+	// blocked yet or not. (A Close before Next would give ErrStreamClosed
+	// instead, without testing the unblocking.)
+	<-body.reading
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

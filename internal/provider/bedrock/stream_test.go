@@ -280,12 +280,18 @@ func TestStreamJSONInsteadOfEvents(t *testing.T) {
 // from another goroutine unblocks a Next.
 func TestCancel(t *testing.T) {
 	release := make(chan struct{})
+	// holding says the handler reached its silence; one request per phase.
+	holding := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		if !strings.Contains(r.URL.Path, "/model/silent/") {
 			w.Header().Set("Content-Type", eventStreamType)
 			_, _ = w.Write(fStart)
 			w.(http.Flusher).Flush()
+		}
+		select { // the request is in and its headers or next event withheld
+		case holding <- struct{}{}:
+		default:
 		}
 		select { // then silence
 		case <-r.Context().Done():
@@ -326,11 +332,26 @@ func TestCancel(t *testing.T) {
 				done <- err
 			}()
 			if phase == "headers" {
-				time.Sleep(20 * time.Millisecond) // let the request reach its wait
+				select { // the handler holds the request
+				case <-holding:
+				case err := <-done:
+					t.Fatalf("ended before the cancel: %v", err)
+				}
 				cancel()
 			} else {
-				st := <-started
-				time.Sleep(20 * time.Millisecond) // let Next block on the body
+				// The first event was read and the next Next is on its way
+				// to the body. It may be blocked there or not yet there when
+				// the cancel or Close lands: either way it fails as checked
+				// below (net/http fails a cancelled request's body reads with
+				// the cause; a closed stream's Next fails as a transport
+				// failure, be it in the read or at its closed check), so the
+				// order does not change the outcome.
+				var st canonical.Stream
+				select {
+				case st = <-started:
+				case err := <-done:
+					t.Fatalf("ended before the cancel: %v", err)
+				}
 				if phase == "close" {
 					st.Close()
 				} else {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,9 +273,25 @@ func TestStreamReadErrors(t *testing.T) {
 	}
 }
 
+// readSignal is a body that closes reading when a Read starts once armed.
+type readSignal struct {
+	io.ReadCloser
+	armed   atomic.Bool
+	once    sync.Once
+	reading chan struct{}
+}
+
+func (r *readSignal) Read(p []byte) (int, error) {
+	if r.armed.Load() {
+		r.once.Do(func() { close(r.reading) })
+	}
+	return r.ReadCloser.Read(p)
+}
+
 func TestStreamClose(t *testing.T) {
 	pr, pw := io.Pipe()
-	st := newStream(pr)
+	body := &readSignal{ReadCloser: pr, reading: make(chan struct{})}
+	st := newStream(body)
 	go func() { _, _ = io.WriteString(pw, chunks(chHel)) }()
 	if ev, err := st.Next(); err != nil || ev.Kind != canonical.EventStart {
 		t.Fatalf("first event %+v %v", ev, err)
@@ -281,17 +299,23 @@ func TestStreamClose(t *testing.T) {
 	st.Next()
 	st.Next() // usage; the next Next blocks on the pipe
 	done := make(chan error, 1)
+	body.armed.Store(true)
 	go func() {
 		_, err := st.Next()
 		done <- err
 	}()
+	// Close once Next is reading the body, past its closed check: the pipe
+	// then fails that read with io.ErrClosedPipe, whether the read had
+	// blocked yet or not. (A Close before Next would fail it at the closed
+	// check instead, without testing the unblocking.)
+	<-body.reading
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
-		if classOf(err) != failure.ProviderUnavailable {
-			t.Errorf("Next after Close = %v", err)
+		if classOf(err) != failure.ProviderUnavailable || !errors.Is(err, io.ErrClosedPipe) {
+			t.Errorf("Next after Close = %v, want a transport failure wrapping the closed body", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not unblock Next")

@@ -217,12 +217,18 @@ func TestStreamJSONErrorInsteadOfEvents(t *testing.T) {
 // whether it is waiting for headers or for the next event.
 func TestCancel(t *testing.T) {
 	release := make(chan struct{})
+	// holding says the handler reached its silence; one request per phase.
+	holding := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
 		if r.URL.Query().Get("phase") == "events" {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = w.Write([]byte(data(cFirst)))
 			w.(http.Flusher).Flush()
+		}
+		select { // the request is in and its headers withheld
+		case holding <- struct{}{}:
+		default:
 		}
 		select { // then silence
 		case <-r.Context().Done():
@@ -241,6 +247,7 @@ func TestCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
+			reading := make(chan struct{}, 1)
 			go func() {
 				st, err := New().Stream(ctx, tgt, req)
 				if err != nil {
@@ -256,10 +263,26 @@ func TestCancel(t *testing.T) {
 					done <- err
 					return
 				}
+				reading <- struct{}{}
 				_, err = st.Next()
 				done <- err
 			}()
-			time.Sleep(20 * time.Millisecond) // let the request reach its wait
+			// Cancel once the request waits where the phase says: for
+			// headers, the handler holds the request; for events, the first
+			// ones were read and the next Next is on its way to the body.
+			// That Next may be blocked on the body or not yet there when
+			// the cancel lands: either way its read fails with the cancel
+			// (net/http fails a cancelled request's body reads with the
+			// cause), so the order does not change what is checked.
+			wait := holding
+			if phase == "events" {
+				wait = reading
+			}
+			select {
+			case <-wait:
+			case err := <-done:
+				t.Fatalf("ended before the cancel: %v", err)
+			}
 			cancel()
 			select {
 			case err := <-done:
