@@ -213,7 +213,11 @@ func TestCloseReleasesStalls(t *testing.T) {
 				errc <- err
 			}()
 			// The request is parked once the mock recorded it.
+			deadline := time.Now().Add(5 * time.Second)
 			for m.Count() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s %s: the mock did not record the request within 5s", kind, fault)
+				}
 				time.Sleep(time.Millisecond)
 			}
 			m.Close()
