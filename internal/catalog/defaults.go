@@ -33,6 +33,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.ShutdownGrace, Duration(DefaultShutdownGrace))
 	setDefault(&s.BodyTimeout, Duration(DefaultBodyTimeout))
 	setDefault(&s.WriteTimeout, Duration(DefaultWriteTimeout))
+	setDefault(&s.MaxAnswerMemory, int64(256<<20))
 	setDefault(&s.Limits.MaxMessages, 10000)
 	setDefault(&s.Limits.MaxParts, 1000)
 	setDefault(&s.Limits.MaxTools, 128)

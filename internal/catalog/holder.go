@@ -181,6 +181,7 @@ func RestartOnly(boot, c *Config) []string {
 	diff("server.read_header_timeout", bs.ReadHeaderTimeout.D(), cs.ReadHeaderTimeout.D())
 	diff("server.idle_timeout", bs.IdleTimeout.D(), cs.IdleTimeout.D())
 	diff("server.shutdown_grace", bs.ShutdownGrace.D(), cs.ShutdownGrace.D())
+	diff("server.max_answer_memory", bs.MaxAnswerMemory, cs.MaxAnswerMemory)
 	diff("ledger.driver", boot.Ledger.Driver, c.Ledger.Driver)
 	diff("ledger.path", boot.Ledger.Path, c.Ledger.Path)
 	diff("ledger.min_free_bytes", boot.Ledger.MinFreeBytes, c.Ledger.MinFreeBytes)

@@ -39,6 +39,12 @@ type Server struct {
 	BodyTimeout Duration `yaml:"body_timeout"`
 	// Limits bound the lists a request may carry.
 	Limits Limits `yaml:"limits"`
+	// MaxAnswerMemory bounds the memory that non-streamed answers being
+	// assembled and written hold together (counted at three times each
+	// answer's bytes past its first 128 KiB, what one costs in heap): a
+	// request whose answer would pass it gets 503 gateway_busy. Streams are not counted: they hold one event
+	// at a time. Default 256 MiB. Read at start-up.
+	MaxAnswerMemory int64 `yaml:"max_answer_memory"`
 	// WriteTimeout bounds each write to a caller (one event, or a whole
 	// answer): a caller that stops reading is cut off after it, and the
 	// provider is not blamed. Default 30s.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
@@ -13,6 +14,56 @@ import (
 // far above any model's output ceiling (about 4 bytes a token), far below
 // what a hostile provider could make the gateway hold.
 const DefaultMaxAnswerBytes = 16 << 20
+
+// DefaultAnswerMemory bounds the memory all non-streamed answers being
+// assembled and written hold together: five answers at the size bound.
+const DefaultAnswerMemory = 256 << 20
+
+// Answer memory is counted at three times an answer's bytes (what a
+// 15 MiB answer was measured to cost in heap: the assembled answer, the
+// builder's growth, its encoding for the caller), beyond a first part that
+// is free so that ordinary answers never touch the shared count, and taken
+// in steps so that a growing answer takes the lock rarely.
+const (
+	answerFactor = 3
+	answerFree   = 384 << 10 // 128 KiB of answer
+	answerStep   = 1 << 20
+)
+
+// answerMemory is the gateway-wide count of answer memory. A request
+// whose answer would push it past its bound fails as gateway_busy: the
+// gateway's state, not the provider's fault, so no failover and no mark
+// against the provider's health.
+type answerMemory struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+func newAnswerMemory(max int64) *answerMemory {
+	if max <= 0 {
+		max = DefaultAnswerMemory
+	}
+	return &answerMemory{max: max}
+}
+
+func (m *answerMemory) take(n int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.used+n > m.max {
+		return false
+	}
+	m.used += n
+	return true
+}
+
+func (m *answerMemory) give(n int64) {
+	m.mu.Lock()
+	m.used -= n
+	m.mu.Unlock()
+}
+
+// errAnswerMemory: the gateway holds as much answer memory as it may.
+var errAnswerMemory = errors.New("the gateway's memory for whole answers is in use; the answer was abandoned")
 
 // maxEmbeddings bounds the index of an embedding a provider may return;
 // requests carry far fewer inputs (the dialect caps them).
@@ -40,6 +91,10 @@ type collector struct {
 	vectors [][]float32
 	// byIndex maps a tool call's stream index to its place in calls.
 	byIndex map[int]int
+	// mem is the shared answer memory (nil: unbounded) and held what this
+	// answer has taken of it.
+	mem  *answerMemory
+	held int64
 }
 
 type call struct {
@@ -54,8 +109,18 @@ func newCollector(limit int) *collector {
 	return &collector{limit: limit}
 }
 
+// release gives back the answer memory held; the answer's owner calls it
+// once the answer is written (or abandoned). Safe to call more than once.
+func (c *collector) release() {
+	if c.mem != nil && c.held > 0 {
+		c.mem.give(c.held)
+	}
+	c.held = 0
+}
+
 // reset forgets a failed attempt's partial answer.
 func (c *collector) reset() {
+	c.release()
 	c.size = 0
 	c.text.Reset()
 	c.refusal.Reset()
@@ -85,6 +150,13 @@ func (c *collector) add(ev *canonical.Event) *failure.Error {
 	c.size += len(ev.Text) + len(ev.ID) + len(ev.Name) + 4*len(ev.Vector)
 	if c.size > c.limit {
 		return &failure.Error{Class: failure.ProviderUnavailable, Detail: errAnswerTooLarge.Error(), Err: errAnswerTooLarge}
+	}
+	if acct := int64(answerFactor*c.size) - answerFree; c.mem != nil && acct > c.held {
+		n := (acct - c.held + answerStep - 1) / answerStep * answerStep
+		if !c.mem.take(n) {
+			return &failure.Error{Class: failure.GatewayBusy, Detail: errAnswerMemory.Error(), Err: errAnswerMemory}
+		}
+		c.held += n
 	}
 	switch ev.Kind {
 	case canonical.EventTextDelta:

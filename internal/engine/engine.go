@@ -102,6 +102,19 @@ type Result struct {
 	Err *failure.Error
 	// Skipped lists rungs the gate refused at dispatch time (no attempt).
 	Skipped []Skip
+
+	// col assembled a non-streamed answer and holds its share of the
+	// gateway's answer memory until Release.
+	col *collector
+}
+
+// Release gives back the answer memory a non-streamed Result holds:
+// Complete's caller calls it once the answer is written to the caller (or
+// dropped). Safe on any Result, and more than once.
+func (r *Result) Release() {
+	if r.col != nil {
+		r.col.release()
+	}
 }
 
 // Skip is a rung the gate refused right before dispatch.
@@ -132,6 +145,8 @@ type Engine struct {
 	clock clock.Clock
 	// maxAnswer bounds an assembled non-streamed answer, in bytes.
 	maxAnswer int
+	// answers bounds the memory all non-streamed answers hold together.
+	answers *answerMemory
 }
 
 // Option configures an Engine.
@@ -152,6 +167,11 @@ func WithClock(c clock.Clock) Option { return func(e *Engine) { e.clock = c } }
 // attempt as provider_unavailable.
 func WithMaxAnswerBytes(n int) Option { return func(e *Engine) { e.maxAnswer = n } }
 
+// WithAnswerMemory bounds the memory that non-streamed answers being
+// assembled and written hold together (default DefaultAnswerMemory): an
+// answer that would pass it fails as gateway_busy.
+func WithAnswerMemory(n int64) Option { return func(e *Engine) { e.answers = newAnswerMemory(n) } }
+
 // New returns an Engine logging to log (operator logs: never content).
 func New(log *slog.Logger, opts ...Option) *Engine {
 	e := &Engine{log: log}
@@ -160,6 +180,9 @@ func New(log *slog.Logger, opts ...Option) *Engine {
 	}
 	if e.clock == nil {
 		e.clock = clock.Real{}
+	}
+	if e.answers == nil {
+		e.answers = newAnswerMemory(0)
 	}
 	return e
 }
@@ -257,8 +280,18 @@ func next(i int, retried bool, fe *failure.Error) (rung int, retry, stop bool) {
 // caller: the first-byte and idle bounds hold as they do for a stream (a
 // provider's non-streaming API says nothing until the answer is done), and
 // a provider that dies halfway fails over invisibly, since nothing was sent.
+//
+// The Result holds its share of the gateway's answer memory until its
+// Release is called.
 func (e *Engine) Complete(ctx context.Context, p *Plan, req *canonical.Request) *Result {
-	return e.run(ctx, p, req, nil, newCollector(e.maxAnswer))
+	col := newCollector(e.maxAnswer)
+	col.mem = e.answers
+	res := e.run(ctx, p, req, nil, col)
+	res.col = col
+	if res.Err != nil {
+		res.Release() // no answer to write
+	}
+	return res
 }
 
 // exhausted finishes a result whose every rung was tried or skipped.

@@ -25,6 +25,10 @@ const (
 	CallerGate              Class = "caller_gate"
 	// ClientCancelled: the caller went away. Never counted against a provider.
 	ClientCancelled Class = "client_cancelled"
+	// GatewayBusy: the gateway's own bound (the memory whole answers may
+	// hold) refused the work. Never counted against a provider; no
+	// failover, since the next rung would meet the same bound.
+	GatewayBusy Class = "gateway_busy"
 )
 
 // FailsOver reports whether the chain advances to the next rung after a

@@ -61,6 +61,9 @@ func (e *Error) ToPublic() *Public {
 		return &Public{Status: http.StatusBadRequest, Code: "invalid_request", Message: msg, Param: e.Param}
 	case ClientCancelled:
 		return &Public{Status: StatusClientClosedRequest, Code: "client_closed_request", Message: "the caller closed the request"}
+	case GatewayBusy:
+		return &Public{Status: http.StatusServiceUnavailable, Code: "gateway_busy", Retryable: true, RetryAfter: time.Second,
+			Message: "the gateway is holding as many whole answers in memory as it may; retry shortly, or ask for a stream"}
 	}
 	if e.Timeout != "" {
 		return &Public{Status: http.StatusGatewayTimeout, Code: "upstream_timeout", Message: msgTimeout}

@@ -194,6 +194,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := s.engine.Complete(r.Context(), p, req)
+	defer res.Release() // the answer's memory, once it is written
 	if res.Err != nil {
 		if res.Err.Class == failure.ClientCancelled {
 			s.settle(r.Context(), c, p, res, false)

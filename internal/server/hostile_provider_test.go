@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -199,5 +201,73 @@ data: {"candidates":[{"content":{"role":"model","parts":[{"text":" EXTRA"}]}}]}
 				}
 			}
 		})
+	}
+}
+
+// bigAnswer is an OpenAI-wire provider streaming size bytes of text.
+func bigAnswer(t *testing.T, size int) *httptest.Server {
+	chunk := strings.Repeat("abcdefgh ", 455) // about 4 KiB
+	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for sent := 0; sent < size; sent += len(chunk) {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", chunk)
+		}
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":100}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Whole answers share server.max_answer_memory: one that would pass it is
+// a 503 gateway_busy (no failover: the next rung would meet the same
+// bound; not the provider's fault), a stream of the same size is served,
+// and the memory of an answer comes back once it is written.
+func TestAnswerMemoryBound(t *testing.T) {
+	big := bigAnswer(t, 3<<20)
+	h := newHarnessWith(t, func(c *catalog.Config) {
+		c.Server.MaxAnswerMemory = 6 << 20
+		c.Deployments[0].BaseURL = big.URL
+		c.Deployments[0].MaxOutputTokens = 0 // no output cap: the answer bounds itself
+		c.Deployments[0].ContextWindow = 10_000_000
+	}, rungSpec{"primary", "openai"}, rungSpec{"secondary", "openai"})
+	body := `{"model":"` + publicModel + `","messages":[{"role":"user","content":"hi"}]}`
+	resp, err := h.post("/v1/chat/completions", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "gateway_busy") || hdr(resp, "X-Spillway-Trail") != "primary=gateway_busy" {
+		t.Fatalf("a 3 MiB answer under a 6 MiB bound: %d %s trail %q", resp.StatusCode, b, hdr(resp, "X-Spillway-Trail"))
+	}
+	if n := h.counts()["secondary"]; n != 0 {
+		t.Errorf("the secondary was tried %d times", n)
+	}
+	p := hello()
+	p.MaxCompletionTokens = openai.Int(2_000_000)
+	r := chat(t, h, true, p)
+	if r.err != nil || len(r.text) < 3<<20 || hdr(r.resp, "X-Spillway-Trail") != "primary=ok" {
+		t.Fatalf("the same answer streamed: err %v, %d bytes, trail %q", r.err, len(r.text), hdr(r.resp, "X-Spillway-Trail"))
+	}
+
+	// 1.5 MiB answers fit (4.5 MiB counted): one after another, each gives
+	// its memory back when written.
+	small := bigAnswer(t, 3<<19)
+	h2 := newHarnessWith(t, func(c *catalog.Config) {
+		c.Server.MaxAnswerMemory = 6 << 20
+		c.Deployments[0].BaseURL = small.URL
+		c.Deployments[0].MaxOutputTokens = 0
+		c.Deployments[0].ContextWindow = 10_000_000
+	}, rungSpec{"primary", "openai"})
+	for i := range 3 {
+		resp, err := h2.post("/v1/chat/completions", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || n < 3<<19 {
+			t.Fatalf("answer %d: %d, %d bytes", i+1, resp.StatusCode, n)
+		}
 	}
 }
