@@ -271,3 +271,28 @@ func TestAnswerMemoryBound(t *testing.T) {
 		}
 	}
 }
+
+// A provider's response headers are bounded (256 KiB): past that the
+// attempt is a provider failure that fails over, never megabytes held.
+func TestHugeProviderHeaders(t *testing.T) {
+	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 64 {
+			w.Header().Set(fmt.Sprintf("X-Junk-%d", i), strings.Repeat("j", 8<<10))
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer huge.Close()
+	h := newHarnessWith(t, func(c *catalog.Config) { c.Deployments[0].BaseURL = huge.URL },
+		rungSpec{"primary", "openai"}, rungSpec{"secondary", "openai"})
+	for _, stream := range []bool{false, true} {
+		r := chat(t, h, stream, hello())
+		// Failed over (or, once the primary's circuit opened, not tried).
+		if trail := hdr(r.resp, "X-Spillway-Trail"); r.err != nil || !strings.HasSuffix(trail, "secondary=ok") || strings.Contains(trail, "primary=ok") {
+			t.Errorf("stream %v: err %v trail %q", stream, r.err, trail)
+		}
+		if hdr(r.resp, "X-Junk-0") != "" {
+			t.Error("a provider header reached the caller")
+		}
+	}
+}

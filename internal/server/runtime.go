@@ -121,12 +121,19 @@ func (s *Server) newClient(d *catalog.Deployment) *http.Client {
 		// the stream reader has its own, so the transport's can be small.
 		ReadBufferSize:  2 << 10,
 		WriteBufferSize: 2 << 10,
+		// A provider's headers are a few KiB; Go's default bound (10 MiB)
+		// would let a hostile one pin that much per attempt, outside the
+		// answer memory bound. Past this, the attempt is a provider failure.
+		MaxResponseHeaderBytes: maxProviderHeaderBytes,
 	}
 	if s.opts.Transport != nil {
 		rt = s.opts.Transport(d, rt)
 	}
 	return &http.Client{Transport: rt, CheckRedirect: noRedirects}
 }
+
+// maxProviderHeaderBytes bounds a provider's response headers.
+const maxProviderHeaderBytes = 256 << 10
 
 // noRedirects never follows a provider's redirect: following one would
 // send the deployment's credential and the prompt to whatever host the
