@@ -17,20 +17,22 @@ import (
 
 // Load reads, strictly decodes, defaults and validates the config file at
 // path. On failure the error is a Problems listing everything wrong.
-func Load(path string) (*Config, error) {
+// ${VAR} references in values are expanded first (see WithLookupEnv).
+func Load(path string, opts ...LoadOption) (*Config, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, path)
+	return Parse(data, path, opts...)
 }
 
 // Parse is Load for a file already in memory; filename is used only in
-// problems. Unknown keys, wrong types and an empty document are errors;
-// then defaults are applied and the result validated. On failure the
-// Config is nil and the error is a Problems listing everything wrong.
-func Parse(data []byte, filename string) (*Config, error) {
-	c, errs, _ := check(data, filename, false)
+// problems.
+// Unknown keys, wrong types, unset variables and an empty document are
+// errors; then defaults are applied and the result validated. On failure
+// the Config is nil and the error is a Problems listing everything wrong.
+func Parse(data []byte, filename string, opts ...LoadOption) (*Config, error) {
+	c, errs, _ := check(data, filename, false, newLoadConfig(opts))
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -39,14 +41,15 @@ func Parse(data []byte, filename string) (*Config, error) {
 
 // Check does what Parse does but keeps going as far as it can, for
 // `spillway check`: it returns the config whenever the file is YAML at all
-// (defaulted, possibly invalid), every error, and every warning from
-// Warnings. Environment variables are not consulted; see MissingCredentials.
-func Check(data []byte, filename string) (c *Config, errs, warns Problems) {
-	return check(data, filename, true)
+// (defaulted, possibly invalid), every error (every unset ${VAR} among
+// them), and every warning from Warnings. Credential variables are not
+// consulted; see MissingCredentials.
+func Check(data []byte, filename string, opts ...LoadOption) (c *Config, errs, warns Problems) {
+	return check(data, filename, true, newLoadConfig(opts))
 }
 
-func check(data []byte, filename string, withWarnings bool) (*Config, Problems, Problems) {
-	c, errs := decode(data, filename)
+func check(data []byte, filename string, withWarnings bool, lc loadConfig) (*Config, Problems, Problems) {
+	c, errs := decode(data, filename, lc.lookupEnv)
 	if c == nil {
 		return nil, errs, nil
 	}
@@ -91,7 +94,7 @@ const maxNodeVisits = 1 << 20
 // or validation. The Config is nil when the data is not a usable document
 // (syntax error, empty, not a mapping); otherwise it holds every value that
 // decoded, and the Problems list the ones that did not.
-func decode(data []byte, file string) (c *Config, ps Problems) {
+func decode(data []byte, file string, lookupEnv func(string) (string, bool)) (c *Config, ps Problems) {
 	// The YAML library has panicked on hostile input in past releases; a
 	// config reload must never take the gateway down with it.
 	defer func() {
@@ -105,7 +108,12 @@ func decode(data []byte, file string) (c *Config, ps Problems) {
 		if errors.Is(err, io.EOF) {
 			return nil, Problems{{File: file, Msg: "file is empty"}}
 		}
-		return nil, Problems{syntaxProblem(file, err)}
+		p := syntaxProblem(file, err)
+		if bytes.Contains(data, []byte("${")) && strings.Contains(p.Msg, "did not find expected ','") {
+			// Braces end a flow mapping: YAML reads {a: ${X}} as broken.
+			p.Msg += ` (inside {...} or [...], quote a reference: "${VAR}")`
+		}
+		return nil, Problems{p}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
@@ -129,6 +137,7 @@ func decode(data []byte, file string) (c *Config, ps Problems) {
 		return nil, Problems{{File: file, Line: root.Line, Msg: "expected a mapping of server, deployments, pools and routes, got " + describe(root)}}
 	}
 	d := &decoder{file: file, lines: map[string]int{}}
+	d.probs = interpolate(root, "", file, lookupEnv)
 	c = &Config{}
 	d.value(root, reflect.ValueOf(c).Elem(), "")
 	c.lines = d.lines
@@ -214,6 +223,13 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(x)
+	case reflect.Bool:
+		var x bool
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&x) != nil {
+			d.fail(n, path, "expected true or false, got %s", describe(n))
+			return
+		}
+		v.SetBool(x)
 	case reflect.Float64:
 		var x float64
 		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || n.Decode(&x) != nil {
