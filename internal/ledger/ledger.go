@@ -33,6 +33,17 @@ type Key struct {
 	RevokedAt time.Time
 }
 
+// AdminKey is the gateway's admin credential as stored (its SHA-256 hash,
+// never the secret). One is valid at a time; rotating revokes the others.
+type AdminKey struct {
+	ID        string
+	Hash      []byte
+	Prefix    string
+	CreatedAt time.Time
+	// RevokedAt is zero while the key is valid.
+	RevokedAt time.Time
+}
+
 // Scope kinds for budgets and limits.
 const (
 	ScopeOrg   = "org"
@@ -43,15 +54,15 @@ const (
 
 // Budget is the limits of one scope. Nil or zero fields mean "no limit".
 type Budget struct {
-	Scope string // org, team, key, model
-	ID    string // the org/team name, key id, or public model name
+	Scope string `json:"scope"` // org, team, key, model
+	ID    string `json:"id"`    // the org/team name, key id, or public model name
 	// CreditMicroUSD is the total that may ever be spent (a balance).
-	CreditMicroUSD *int64
+	CreditMicroUSD *int64 `json:"credit_micro_usd"`
 	// DailyCapMicroUSD is the most that may be spent per UTC day.
-	DailyCapMicroUSD *int64
-	RPM              int // requests per minute; 0 = no limit
-	TPM              int // tokens per minute; 0 = no limit
-	UpdatedAt        time.Time
+	DailyCapMicroUSD *int64    `json:"daily_cap_micro_usd"`
+	RPM              int       `json:"rpm"` // requests per minute; 0 = no limit
+	TPM              int       `json:"tpm"` // tokens per minute; 0 = no limit
+	UpdatedAt        time.Time `json:"updated_at"`
 }
 
 // Reservation is the worst-case hold made once per customer request
@@ -198,6 +209,12 @@ type Store interface {
 	KeyByHash(ctx context.Context, hash []byte) (*Key, error)
 	Keys(ctx context.Context) ([]Key, error)
 	RevokeKey(ctx context.Context, id string, at time.Time) error
+
+	// AdminKeys lists the admin credentials, revoked ones included, oldest
+	// first.
+	AdminKeys(ctx context.Context) ([]AdminKey, error)
+	// RotateAdminKey stores k and revokes every other admin key, at once.
+	RotateAdminKey(ctx context.Context, k *AdminKey) error
 
 	SetBudget(ctx context.Context, b *Budget) error
 	Budgets(ctx context.Context) ([]Budget, error)

@@ -77,6 +77,8 @@ func (f *fakeStore) RecoverOpen(context.Context) ([]Released, error)       { ret
 func (f *fakeStore) Spends(context.Context, time.Time) ([]Spend, error)    { return nil, nil }
 func (f *fakeStore) Usage(context.Context, UsageQuery) ([]UsageRow, error) { return nil, nil }
 func (f *fakeStore) Repair(context.Context) ([]Repaired, error)            { return nil, nil }
+func (f *fakeStore) AdminKeys(context.Context) ([]AdminKey, error)         { return nil, nil }
+func (f *fakeStore) RotateAdminKey(context.Context, *AdminKey) error       { return nil }
 func (f *fakeStore) CreateKey(context.Context, *Key) error                 { return nil }
 func (f *fakeStore) KeyByHash(context.Context, []byte) (*Key, error)       { return nil, ErrNotFound }
 func (f *fakeStore) Keys(context.Context) ([]Key, error)                   { return nil, nil }

@@ -36,6 +36,39 @@ func Run(t *testing.T, open Open) {
 	t.Run("Usage", func(t *testing.T) { testUsage(t, open) })
 	t.Run("UsageInvalid", func(t *testing.T) { testUsageInvalid(t, open) })
 	t.Run("Repair", func(t *testing.T) { testRepair(t, open) })
+	t.Run("AdminKeys", func(t *testing.T) { testAdminKeys(t, open) })
+}
+
+// testAdminKeys: one admin key is valid at a time; rotating revokes the
+// others in the same step, and a hash is never stored twice.
+func testAdminKeys(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := mustOpen(t, open)
+	if ks, err := s.AdminKeys(ctx); err != nil || len(ks) != 0 {
+		t.Fatalf("a fresh store's admin keys = %v, %v", ks, err)
+	}
+	first := &ledger.AdminKey{ID: "adm_1", Hash: []byte("h1"), Prefix: "sk-spw-adm-1", CreatedAt: base()}
+	second := &ledger.AdminKey{ID: "adm_2", Hash: []byte("h2"), Prefix: "sk-spw-adm-2", CreatedAt: base().Add(time.Hour)}
+	for _, k := range []*ledger.AdminKey{first, second} {
+		if err := s.RotateAdminKey(ctx, k); err != nil {
+			t.Fatalf("RotateAdminKey(%s): %v", k.ID, err)
+		}
+	}
+	ks, err := s.AdminKeys(ctx)
+	if err != nil || len(ks) != 2 {
+		t.Fatalf("AdminKeys = %v, %v", ks, err)
+	}
+	if ks[0].ID != "adm_1" || !ks[0].RevokedAt.Equal(second.CreatedAt) || ks[1].ID != "adm_2" || !ks[1].RevokedAt.IsZero() ||
+		string(ks[1].Hash) != "h2" || ks[1].Prefix != "sk-spw-adm-2" {
+		t.Errorf("after two rotations: %+v; want adm_1 revoked when adm_2 came, adm_2 valid", ks)
+	}
+	again := &ledger.AdminKey{ID: "adm_3", Hash: []byte("h2")}
+	if err := s.RotateAdminKey(ctx, again); !errors.Is(err, ledger.ErrDuplicate) {
+		t.Errorf("a repeated hash: %v, want ErrDuplicate", err)
+	}
+	if ks, _ := s.AdminKeys(ctx); len(ks) != 2 || !ks[1].RevokedAt.IsZero() {
+		t.Errorf("a refused rotation changed the keys: %+v", ks)
+	}
 }
 
 // testRepair writes what an older gateway stored from a hostile provider

@@ -113,6 +113,63 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
+// AdminKeys lists the admin keys, revoked ones included, oldest first.
+func (s *Store) AdminKeys(ctx context.Context) ([]ledger.AdminKey, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, hash, prefix, created_at, revoked_at FROM admin_keys ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: admin keys: %w", err)
+	}
+	defer rows.Close()
+	var out []ledger.AdminKey
+	for rows.Next() {
+		var k ledger.AdminKey
+		var created int64
+		var revoked sql.NullInt64
+		if err := rows.Scan(&k.ID, &k.Hash, &k.Prefix, &created, &revoked); err != nil {
+			return nil, fmt.Errorf("ledger/sqlite: admin keys: %w", err)
+		}
+		k.CreatedAt, k.RevokedAt = fromMicros(created), fromNullMicros(revoked)
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: admin keys: %w", err)
+	}
+	return out, nil
+}
+
+// RotateAdminKey stores k and revokes every other admin key, in one
+// transaction. A zero CreatedAt is set to now.
+func (s *Store) RotateAdminKey(ctx context.Context, k *ledger.AdminKey) (err error) {
+	created := k.CreatedAt
+	if created.IsZero() {
+		created = s.now()
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: rotate admin key: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if _, err := tx.ExecContext(ctx, `UPDATE admin_keys SET revoked_at = ? WHERE revoked_at IS NULL`, micros(created)); err != nil {
+		return fmt.Errorf("ledger/sqlite: rotate admin key: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO admin_keys (id, hash, prefix, created_at) VALUES (?, ?, ?, ?)`,
+		k.ID, k.Hash, k.Prefix, micros(created))
+	if isConstraint(err) {
+		return fmt.Errorf("ledger/sqlite: rotate admin key %q: %w", k.ID, ledger.ErrDuplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: rotate admin key: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger/sqlite: rotate admin key: %w", err)
+	}
+	return nil
+}
+
 // SetBudget creates or replaces the limits of one scope. A zero UpdatedAt
 // is set to now. An unknown scope kind is refused.
 func (s *Store) SetBudget(ctx context.Context, b *ledger.Budget) error {

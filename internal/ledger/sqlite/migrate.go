@@ -14,11 +14,11 @@ import (
 // content-free by contract (a test checks every column against an
 // allowlist). Times are INTEGER microseconds since the Unix epoch, UTC.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3}
+	return [...]string{migration1, migration2, migration3, migration4}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = len([...]string{migration1, migration2, migration3})
+const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4})
 
 // migration1: the tables.
 const migration1 = `
@@ -119,6 +119,18 @@ DROP INDEX requests_org;
 DROP INDEX requests_team;
 DROP INDEX requests_model;
 DROP INDEX requests_deployment;
+`
+
+// migration4: the admin credential, created at the first start and
+// rotated by the CLI; only its hash is stored.
+const migration4 = `
+CREATE TABLE admin_keys (
+	id          TEXT PRIMARY KEY,
+	hash        BLOB NOT NULL UNIQUE,
+	prefix      TEXT NOT NULL,
+	created_at  INTEGER NOT NULL,
+	revoked_at  INTEGER                 -- NULL while the key is valid
+);
 `
 
 // migrate applies every migration past the database's version, each in its
