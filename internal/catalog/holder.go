@@ -182,6 +182,8 @@ func RestartOnly(boot, c *Config) []string {
 	diff("server.idle_timeout", bs.IdleTimeout.D(), cs.IdleTimeout.D())
 	diff("server.shutdown_grace", bs.ShutdownGrace.D(), cs.ShutdownGrace.D())
 	diff("server.max_answer_memory", bs.MaxAnswerMemory, cs.MaxAnswerMemory)
+	diff("server.tls.cert_file", bs.TLS.CertFile, cs.TLS.CertFile)
+	diff("server.tls.key_file", bs.TLS.KeyFile, cs.TLS.KeyFile)
 	diff("ledger.driver", boot.Ledger.Driver, c.Ledger.Driver)
 	diff("ledger.path", boot.Ledger.Path, c.Ledger.Path)
 	diff("ledger.min_free_bytes", boot.Ledger.MinFreeBytes, c.Ledger.MinFreeBytes)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -26,8 +27,8 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 	return Parse(data, path, opts...)
 }
 
-// Parse is Load for a file already in memory; filename is used only in
-// problems.
+// Parse is Load for a file already in memory; filename is used in
+// problems and to resolve the relative paths the file names (server.tls).
 // Unknown keys, wrong types, unset variables and an empty document are
 // errors; then defaults are applied and the result validated. On failure
 // the Config is nil and the error is a Problems listing everything wrong.
@@ -53,6 +54,7 @@ func check(data []byte, filename string, withWarnings bool, lc loadConfig) (*Con
 	if c == nil {
 		return nil, errs, nil
 	}
+	c.resolvePaths(filename)
 	c.ApplyDefaults()
 	// A value that failed to decode was left zero; validating it again
 	// would only repeat the same complaint as "required".
@@ -67,6 +69,21 @@ func check(data []byte, filename string, withWarnings bool, lc loadConfig) (*Con
 		warns = c.Warnings(filename)
 	}
 	return c, errs, warns
+}
+
+// resolvePaths makes the relative file paths the config names relative to
+// the directory of the config file instead of the working directory, so
+// that a gateway started from anywhere reads the same files.
+func (c *Config) resolvePaths(filename string) {
+	if filename == "" {
+		return
+	}
+	dir := filepath.Dir(filename)
+	for _, p := range []*string{&c.Server.TLS.CertFile, &c.Server.TLS.KeyFile} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
 }
 
 func coveredBy(field string, ps Problems) bool {

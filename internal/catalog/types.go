@@ -49,7 +49,46 @@ type Server struct {
 	// answer): a caller that stops reading is cut off after it, and the
 	// provider is not blamed. Default 30s.
 	WriteTimeout Duration `yaml:"write_timeout"`
+	// TLS makes `spillway serve` answer HTTPS. Zero (the default) serves
+	// plain HTTP. Which files is read at start-up; their content is
+	// re-read when they change, without a restart.
+	TLS TLS `yaml:"tls,omitempty"`
+	// CORS lets pages on other origins call the gateway from a browser.
+	// Zero (the default) sends no CORS headers. A reload applies at once.
+	CORS CORS `yaml:"cors,omitempty"`
 }
+
+// TLS names the certificate the gateway serves HTTPS with. Give both files
+// or neither. A relative path is relative to the config file's directory.
+type TLS struct {
+	// CertFile is the certificate chain, PEM, leaf first.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the leaf's private key, PEM.
+	KeyFile string `yaml:"key_file"`
+}
+
+// Enabled reports whether a certificate is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
+
+// CORS answers browsers' cross-origin checks for the listed origins.
+type CORS struct {
+	// AllowedOrigins are the origins, "scheme://host[:port]" as a browser
+	// sends them, whose pages may call the gateway; ["*"] allows any
+	// origin (only without AllowCredentials). Empty (the default): CORS
+	// is off, and a request from another origin's page is refused by the
+	// browser. Compared without regard to case.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowCredentials lets pages send cookies and TLS client
+	// certificates (Access-Control-Allow-Credentials). The API keys the
+	// SDKs send in headers do not need it. Default false.
+	AllowCredentials bool `yaml:"allow_credentials"`
+	// MaxAge is how long a browser may reuse a preflight answer. Default
+	// 10m (zero); browsers cap it (Chrome at 2h, Firefox at 24h).
+	MaxAge Duration `yaml:"max_age"`
+}
+
+// DefaultCORSMaxAge is CORS.MaxAge's default.
+const DefaultCORSMaxAge = 10 * time.Minute
 
 // Limits bound the lists of one request. Validation is linear in each
 // (maps, not nested scans); the bounds keep a hostile request's work and

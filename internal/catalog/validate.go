@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spillway-gw/spillway/internal/tlscert"
 )
 
 // KnownKinds lists the provider kinds a deployment may name, sorted.
@@ -49,6 +52,8 @@ func (p *problems) add(field string, itemLine int, format string, args ...any) {
 func (c *Config) Validate(file string) Problems {
 	p := &problems{file: file, lines: c.lines}
 	c.validateServer(p)
+	c.validateTLS(p)
+	c.validateCORS(p)
 	deps := c.validateDeployments(p)
 	pools := c.validatePools(p, deps)
 	c.validateRoutes(p, pools)
@@ -75,6 +80,78 @@ func (c *Config) validateServer(p *problems) {
 			p.add("server."+f.name, 0, "must not be negative")
 		}
 	}
+}
+
+// validateTLS checks that server.tls names both files or neither, and that
+// they load as a certificate and its key: a gateway that cannot serve its
+// certificate must not start, nor take a reload that breaks it.
+func (c *Config) validateTLS(p *problems) {
+	t := c.Server.TLS
+	switch {
+	case !t.Enabled():
+		return
+	case t.CertFile == "":
+		p.add("server.tls.cert_file", 0, "required with key_file: the certificate chain (PEM) to serve HTTPS with")
+		return
+	case t.KeyFile == "":
+		p.add("server.tls.key_file", 0, "required with cert_file: the certificate's private key (PEM)")
+		return
+	}
+	cert, cerr := tlscert.ReadFile(t.CertFile)
+	if cerr != nil {
+		p.add("server.tls.cert_file", 0, "cannot read %s: %s", t.CertFile, readError(cerr))
+	}
+	key, kerr := tlscert.ReadFile(t.KeyFile)
+	if kerr != nil {
+		p.add("server.tls.key_file", 0, "cannot read %s: %s", t.KeyFile, readError(kerr))
+	}
+	if cerr == nil && kerr == nil {
+		if _, err := tls.X509KeyPair(cert, key); err != nil {
+			p.add("server.tls", 0, "%s and %s are not a certificate and its key: %v", t.CertFile, t.KeyFile, err)
+		}
+	}
+}
+
+// validateCORS checks that each allowed origin is one a browser sends, and
+// that "*" is alone and without credentials (browsers refuse that pair).
+func (c *Config) validateCORS(p *problems) {
+	cs := c.Server.CORS
+	at := "server.cors.allowed_origins"
+	for i, o := range cs.AllowedOrigins {
+		item := at + "[" + strconv.Itoa(i) + "]"
+		if o == "*" {
+			if cs.AllowCredentials {
+				p.add(item, 0, "\"*\" cannot be used with allow_credentials: true (browsers refuse it); list the origins")
+			}
+			if len(cs.AllowedOrigins) > 1 {
+				p.add(item, 0, "\"*\" allows every origin: list it alone, or list origins without it")
+			}
+			continue
+		}
+		if msg := checkOrigin(o); msg != "" {
+			p.add(item, 0, "%s", msg)
+		}
+	}
+}
+
+// checkOrigin says what is wrong with o as an allowed origin, or "".
+func checkOrigin(o string) string {
+	if o == "" {
+		return "empty origin"
+	}
+	if strings.EqualFold(o, "null") {
+		return "the \"null\" origin is what sandboxed frames and local files send: allowing it allows any of them"
+	}
+	u, err := url.Parse(o)
+	switch {
+	case err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "":
+		return fmt.Sprintf("%q is not an origin: write scheme://host[:port], e.g. https://app.example.com", o)
+	case strings.Contains(u.Host, "*"):
+		return fmt.Sprintf("%q: wildcards in a host are not supported; list each origin, or \"*\" alone", o)
+	case u.User != nil || u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Sprintf("%q is not an origin: an origin has no path, query or credentials (write %s://%s)", o, u.Scheme, u.Host)
+	}
+	return ""
 }
 
 // validateDeployments checks each deployment and returns the line of
