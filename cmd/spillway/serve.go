@@ -144,18 +144,31 @@ func serveBackground(ln net.Listener, h http.Handler) func() {
 }
 
 // serveHTTP serves until ctx ends, then drains in-flight requests for the
-// configured grace period.
+// configured grace period. With server.tls set it serves HTTPS (and
+// HTTP/2) on ln, its certificate reloaded when the files change.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, sc catalog.Server, log *slog.Logger) error {
+	tc, err := serverTLS(sc.TLS, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: sc.ReadHeaderTimeout.D(),
 		IdleTimeout:       sc.IdleTimeout.D(),
 		// No WriteTimeout: streams legitimately last minutes; each attempt
 		// is bounded by its deployment's silence bounds instead.
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		TLSConfig: tc,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tc != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -167,7 +180,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, sc catalog.
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	err := srv.Shutdown(sctx)
+	err = srv.Shutdown(sctx)
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return serr
 	}
