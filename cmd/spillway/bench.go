@@ -147,7 +147,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
-	fs := flag.NewFlagSet("spillway bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := &benchConfig{}
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured window per cell (with --slow-streams: how long the streams are held, at most 5s)")
@@ -166,38 +166,38 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 		fmt.Fprint(fs.Output(), benchUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	if err := noArgs(fs); err != nil {
+		return nil, err
 	}
 	var err error
 	if c.concurrency, err = parseIntList(*conc); err != nil {
-		return nil, fmt.Errorf("--concurrency: %w", err)
+		return nil, usageErrorf("--concurrency: %v", err)
 	}
 	if c.paths, err = parseChoices(*paths, benchPaths()); err != nil {
-		return nil, fmt.Errorf("--paths: %w", err)
+		return nil, usageErrorf("--paths: %v", err)
 	}
 	if c.modes, err = parseChoices(*modes, benchModes()); err != nil {
-		return nil, fmt.Errorf("--modes: %w", err)
+		return nil, usageErrorf("--modes: %v", err)
 	}
 	if c.pin, err = parsePin(*pin); err != nil {
-		return nil, fmt.Errorf("--pin: %w", err)
+		return nil, usageErrorf("--pin: %v", err)
 	}
 	switch {
 	case c.duration <= 0 || c.warmup < 0:
-		return nil, errors.New("--duration must be positive and --warmup not negative")
+		return nil, usageErrorf("--duration must be positive and --warmup not negative")
 	case c.rate < 0 || math.IsNaN(c.rate) || math.IsInf(c.rate, 0):
-		return nil, errors.New("--rate must be a positive number (or 0 for a closed loop)")
+		return nil, usageErrorf("--rate must be a positive number (or 0 for a closed loop)")
 	case c.slow < 0 || c.slow > 100_000:
-		return nil, errors.New("--slow-streams must be from 0 to 100000")
+		return nil, usageErrorf("--slow-streams must be from 0 to 100000")
 	case c.events < 1 || c.events > 10_000:
-		return nil, errors.New("--events must be from 1 to 10000")
+		return nil, usageErrorf("--events must be from 1 to 10000")
 	case c.rounds < 1 || c.rounds > 100:
-		return nil, errors.New("--rounds must be from 1 to 100")
+		return nil, usageErrorf("--rounds must be from 1 to 100")
 	case c.rounds > 1 && c.slow > 0:
-		return nil, errors.New("--rounds applies to the table, not to --slow-streams")
+		return nil, usageErrorf("--rounds applies to the table, not to --slow-streams")
 	}
 	if c.exe == "" {
 		if c.exe, err = os.Executable(); err != nil {

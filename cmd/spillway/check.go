@@ -6,7 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
 )
@@ -17,6 +24,20 @@ Reads the config as "serve" would, and prints every error and warning
 (file:line: field: message), then a summary. Exit status: 0 when the config
 would be served, 1 when it has errors, 2 on wrong usage.
 `
+
+// checkExit is check's exit status as an error, for run: check has printed
+// its findings or its usage already.
+type checkExit int
+
+func (c checkExit) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// runCheckErr is runCheck in the shape of the other commands.
+func runCheckErr(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if code := runCheck(ctx, args, stdout, stderr); code != 0 {
+		return checkExit(code)
+	}
+	return nil
+}
 
 // runCheck implements "spillway check <config.yaml>".
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -49,6 +70,7 @@ func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lo
 	if cfg != nil {
 		warns = append(warns, cfg.MissingCredentials(path, lookupEnv)...)
 	}
+	errs, warns = hideSecrets(data, path, cfg, errs, warns)
 	for _, p := range errs {
 		fmt.Fprintln(stdout, p.String())
 	}
@@ -80,4 +102,145 @@ func checkPlural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// secretPrefixes start well-known API keys and tokens.
+var secretPrefixes = []string{
+	"sk-", "sk_", "pk_", "rk_", // OpenAI, Anthropic (sk-ant-), Stripe-style keys
+	"AKIA", "ASIA", // AWS access key ids
+	"AIza",                                // Google API keys
+	"ghp_", "gho_", "ghs_", "github_pat_", // GitHub tokens
+	"xox",            // Slack tokens
+	"eyJ",            // a JWT's base64 header
+	"Bearer ", "hf_", // a pasted header; Hugging Face tokens
+}
+
+// envNameRE is how an environment variable's name usually reads: upper-case
+// words joined by underscores.
+var envNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
+
+// looksLikeSecret reports whether v, written where the name of an
+// environment variable belongs, looks like a credential itself: a
+// well-known key prefix, or a long high-entropy string that does not read
+// as a variable name.
+func looksLikeSecret(v string) bool {
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	if len(v) < 20 || envNameRE.MatchString(v) {
+		return false
+	}
+	var lower, upper, digit bool
+	counts := map[rune]int{}
+	for _, r := range v {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= '0' && r <= '9':
+			digit = true
+		}
+		counts[r]++
+	}
+	classes := 0
+	for _, b := range []bool{lower, upper, digit} {
+		if b {
+			classes++
+		}
+	}
+	// Shannon entropy in bits per character: random keys score 4 and more,
+	// words (even in mixed case) less than 3.5.
+	var h float64
+	n := float64(len([]rune(v)))
+	for _, c := range counts {
+		p := float64(c) / n
+		h -= p * math.Log2(p)
+	}
+	return classes >= 2 && h >= 3.5
+}
+
+// credentialFields reads, loosely (whatever else is wrong with the file),
+// each deployment's fields that name environment variables, by problem
+// field path ("deployments[0].credential_env").
+func credentialFields(data []byte) map[string]string {
+	var doc struct {
+		Deployments []struct {
+			CredentialEnv string `yaml:"credential_env"`
+			AWS           struct {
+				AccessKeyEnv    string `yaml:"access_key_env"`
+				SecretKeyEnv    string `yaml:"secret_key_env"`
+				SessionTokenEnv string `yaml:"session_token_env"`
+			} `yaml:"aws"`
+		} `yaml:"deployments"`
+	}
+	_ = yaml.Unmarshal(data, &doc) // a file that does not decode echoes no values
+	out := map[string]string{}
+	for i, d := range doc.Deployments {
+		at := fmt.Sprintf("deployments[%d].", i)
+		for name, v := range map[string]string{"credential_env": d.CredentialEnv, "aws.access_key_env": d.AWS.AccessKeyEnv,
+			"aws.secret_key_env": d.AWS.SecretKeyEnv, "aws.session_token_env": d.AWS.SessionTokenEnv} {
+			if v != "" {
+				out[at+name] = v
+			}
+		}
+	}
+	return out
+}
+
+// hideSecrets keeps check from echoing a credential written where the
+// name of its environment variable belongs: the problem about that field
+// says so without the value (an error stays an error; a value the config
+// accepted as a name gets a warning), and the value is cut from every
+// other problem.
+func hideSecrets(data []byte, file string, cfg *catalog.Config, errs, warns catalog.Problems) (catalog.Problems, catalog.Problems) {
+	secrets := map[string]string{}
+	for field, v := range credentialFields(data) {
+		if looksLikeSecret(v) {
+			secrets[field] = v
+		}
+	}
+	if len(secrets) == 0 {
+		return errs, warns
+	}
+	said := map[string]bool{}
+	scrub := func(ps catalog.Problems) catalog.Problems {
+		out := make(catalog.Problems, 0, len(ps))
+		for _, p := range ps {
+			if v, ok := secrets[p.Field]; ok {
+				if said[p.Field] {
+					continue // one message per field
+				}
+				said[p.Field] = true
+				p.Msg = secretMsg(p.Field, v)
+			}
+			for _, v := range secrets {
+				p.Msg = strings.ReplaceAll(p.Msg, v, "<redacted>")
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	errs, warns = scrub(errs), scrub(warns)
+	for _, field := range slices.Sorted(maps.Keys(secrets)) {
+		if said[field] {
+			continue
+		}
+		p := catalog.Problem{File: file, Field: field, Msg: secretMsg(field, secrets[field])}
+		var i int
+		if _, err := fmt.Sscanf(field, "deployments[%d]", &i); err == nil && cfg != nil && i < len(cfg.Deployments) {
+			p.Line = cfg.Deployments[i].Line
+		}
+		warns = append(warns, p)
+	}
+	return errs, warns
+}
+
+func secretMsg(field, v string) string {
+	name := field[strings.LastIndex(field, ".")+1:]
+	return fmt.Sprintf("this value (%d characters, not shown) looks like a secret, not a variable name: put the NAME of "+
+		"the environment variable that holds it in %s (e.g. OPENAI_API_KEY) and the secret in that variable, never in the file "+
+		"(rotate it if this file was shared)", len(v), name)
 }

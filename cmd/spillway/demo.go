@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,14 +25,23 @@ import (
 // config, the gateway in front of them, and sends traffic while it takes the
 // primary down and brings it back, printing what each request saw.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("demo", `usage: spillway demo [flags]
+
+Starts a mock provider for every loopback deployment of the config, the
+gateway in front of them, and sends traffic while the primary suffers a
+fault in the middle third, printing what each request saw.`, stderr)
 	cfgPath := fs.String("config", "examples/mock.yaml", "config whose loopback deployments get mock providers")
 	model := fs.String("model", "claude-sonnet-4-5", "public model to call")
 	n := fs.Int("requests", 24, "requests to send")
 	fault := fs.String("fault", "status=529", "fault the primary suffers during the middle third")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *n < 1 {
+		return usageErrorf("--requests must be at least 1")
 	}
 	cfg, err := catalog.Load(*cfgPath)
 	if err != nil {

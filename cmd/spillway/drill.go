@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -95,8 +94,10 @@ func drillConfig(rs []drillRung, addrs []string, ledger string) string {
 // process on loopback, and runs the chaos drill against them. It returns an
 // error when an invariant broke.
 func runDrill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("drill", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("drill", `usage: spillway drill [flags]
+
+The seeded chaos drill: a pool of mock deployments under faults, every
+dialect, invariants checked; exits non-zero when one broke.`, stderr)
 	short := fs.Bool("short", false, fmt.Sprintf("the CI drill (%d requests) instead of the long one (%d)", drill.ShortRequests, drill.LongRequests))
 	n := fs.Int("requests", 0, "requests to send (default: by mode)")
 	conc := fs.Int("concurrency", 32, "requests in flight at once")
@@ -105,11 +106,11 @@ func runDrill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	logPath := fs.String("log", "", "write the gateway's log (JSON, debug level) to this file, to investigate a failure")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	cfg := drill.Config{Seed: *seed, Requests: *n, Concurrency: *conc, Short: *short, Rate: *rate}
 	if !*quiet {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -13,10 +12,15 @@ import (
 
 // runHealth prints a running gateway's deployment health as a table.
 func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	base := fs.String("url", "http://127.0.0.1:8080", "the gateway's base URL")
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("health", `usage: spillway health [--url URL]
+
+A running gateway's deployment health and each route's healthy rungs, as a
+table. Needs SPILLWAY_ADMIN_KEY set to the gateway's admin key.`, stderr)
+	base := fs.String("url", defaultGatewayURL, "the gateway's base URL (http:// is assumed when no scheme is given)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	var rep server.HealthReport

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,9 +18,12 @@ import (
 const mockShutdownGrace = 5 * time.Second
 
 // runMock runs one fault-injecting mock provider until ctx is cancelled.
-func runMock(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("spillway mock", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+func runMock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("mock", `usage: spillway mock --kind openai|anthropic|bedrock|gemini [flags]
+
+Runs one fault-injecting mock provider speaking the kind's wire format.
+Control: PUT /_mock/fault (body: script), GET /_mock/stats, POST /_mock/reset;
+per request: header X-Mock-Fault. See internal/mock for the script items.`, stderr)
 	kind := fs.String("kind", "", "provider wire format: openai, anthropic, bedrock or gemini (required)")
 	listen := fs.String("listen", "127.0.0.1:9001", "address to listen on")
 	name := fs.String("name", "", `name shown in reply text ("mock <name> ..."); default: the kind`)
@@ -29,22 +31,14 @@ func runMock(ctx context.Context, args []string, stdout io.Writer) error {
 	fault := fs.String("fault", "", `mock-wide fault script, e.g. "status=529" or "p=0.3;die_after=3"`)
 	seed := fs.Int64("seed", 1, "seed for probabilistic (p=) faults")
 	model := fs.String("model", "", "model id reported in answers; empty: the request's model")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: spillway mock --kind openai|anthropic|bedrock|gemini [flags]")
-		fs.PrintDefaults()
-		fmt.Fprintln(fs.Output(), "\ncontrol: PUT /_mock/fault (body: script), GET /_mock/stats, POST /_mock/reset;\nper request: header X-Mock-Fault. See internal/mock for the script items.")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil // usage was asked for and printed
-		}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if *kind == "" {
-		return errors.New("--kind is required (openai or anthropic)")
+		return usageErrorf("--kind is required (openai, anthropic, bedrock or gemini)")
 	}
 	if *name == "" {
 		*name = *kind

@@ -3,16 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
 	"github.com/spillway-gw/spillway/internal/server"
@@ -83,145 +86,279 @@ func (l *limitFlags) limits(fs *flag.FlagSet, creditName string) server.Limits {
 	return out
 }
 
+const keysUsage = `usage:
+  spillway keys create --org O --team T [--budget-usd N] [--daily-cap-usd N] [--rpm N] [--tpm N] [--models a,b]
+  spillway keys list
+  spillway keys revoke KEY_ID
+
+Virtual keys, kept in the ledger; a running gateway picks changes up within
+seconds. Run "spillway keys <command> --help" for a command's flags.
+`
+
+var keysSubs = []string{"create", "list", "revoke"}
+
 // runKeys manages virtual keys directly in the ledger (the gateway picks
 // changes up within seconds).
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("usage: spillway keys create|list|revoke [flags]")
+	sub, args, err := subcommand("keys", keysUsage, keysSubs, args, stderr)
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	lf := addLedgerFlags(fs)
 	switch sub {
 	case "create":
-		org := fs.String("org", "", "the key's organisation (required)")
-		team := fs.String("team", "", "the key's team (required)")
-		models := fs.String("models", "", "comma-separated public model names the key may call (default: all)")
-		lim := addLimitFlags(fs, "budget-usd")
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		st, err := lf.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		kr := &server.KeyRequest{Org: *org, Team: *team, Limits: lim.limits(fs, "budget-usd")}
-		if *models != "" {
-			kr.Models = strings.Split(*models, ",")
-		}
-		kc, err := server.CreateKey(ctx, st, kr, time.Now())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "created %s for org %s, team %s. The key is shown once; keep it:\n%s\n", kc.ID, kc.Org, kc.Team, kc.Key)
-		return nil
+		return keysCreate(ctx, args, stdout, stderr)
 	case "list":
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		st, err := lf.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		ks, err := server.ListKeys(ctx, st)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPREFIX\tORG\tTEAM\tMODELS\tCREATED\tREVOKED")
-		for _, k := range ks {
-			rev := "-"
-			if k.RevokedAt != nil {
-				rev = k.RevokedAt.Format(time.RFC3339)
+		return keysList(ctx, args, stdout, stderr)
+	}
+	return keysRevoke(ctx, args, stdout, stderr)
+}
+
+func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keys create", `usage: spillway keys create --org O --team T [flags]
+
+Creates a virtual key and prints its secret once. Limits given here are the
+key's own (key scope); --models restricts it to models the config routes.`, stderr)
+	lf := addLedgerFlags(fs)
+	org := fs.String("org", "", "the key's organisation (required)")
+	team := fs.String("team", "", "the key's team (required)")
+	models := fs.String("models", "", "comma-separated public model names the key may call (default: all)")
+	lim := addLimitFlags(fs, "budget-usd")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *org == "" || *team == "" {
+		return usageErrorf("--org and --team are required")
+	}
+	kr := &server.KeyRequest{Org: *org, Team: *team, Limits: lim.limits(fs, "budget-usd")}
+	if *models != "" {
+		for m := range strings.SplitSeq(*models, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				kr.Models = append(kr.Models, m)
 			}
-			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Org, k.Team, orDash(strings.Join(k.Models, ",")), k.CreatedAt.Format(time.RFC3339), rev)
 		}
-		return tw.Flush()
-	case "revoke":
-		if err := fs.Parse(args); err != nil {
+		if err := lf.checkRouted("--models", kr.Models...); err != nil {
 			return err
 		}
-		if fs.NArg() != 1 {
-			return fmt.Errorf("usage: spillway keys revoke KEY_ID")
+	}
+	st, err := lf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	kc, err := server.CreateKey(ctx, st, kr, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "created %s for org %s, team %s. The key is shown once; keep it:\n%s\n", kc.ID, kc.Org, kc.Team, kc.Key)
+	return nil
+}
+
+func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keys list", "usage: spillway keys list [flags]\n\nLists the virtual keys (never their secrets).", stderr)
+	lf := addLedgerFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	st, err := lf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ks, err := server.ListKeys(ctx, st)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPREFIX\tORG\tTEAM\tMODELS\tCREATED\tREVOKED")
+	for _, k := range ks {
+		rev := "-"
+		if k.RevokedAt != nil {
+			rev = k.RevokedAt.Format(time.RFC3339)
 		}
-		st, err := lf.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := st.RevokeKey(ctx, fs.Arg(0), time.Now()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
+		fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Org, k.Team, orDash(strings.Join(k.Models, ",")), k.CreatedAt.Format(time.RFC3339), rev)
+	}
+	return tw.Flush()
+}
+
+func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keys revoke", "usage: spillway keys revoke [flags] KEY_ID\n\nRevokes a virtual key by its id (key_…, as spillway keys list shows it).", stderr)
+	lf := addLedgerFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("give one key id: spillway keys revoke KEY_ID (spillway keys list shows the keys)")
+	}
+	id := fs.Arg(0)
+	if strings.HasPrefix(id, keys.SecretPrefix) {
+		// Never echo a secret back.
+		return usageErrorf("that is a key's secret, not its id: revoke takes the id (key_…) that spillway keys list shows")
+	}
+	st, err := lf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	k, err := findKey(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	if !k.RevokedAt.IsZero() {
+		fmt.Fprintf(stdout, "%s was already revoked at %s\n", id, k.RevokedAt.Format(time.RFC3339))
 		return nil
 	}
-	return fmt.Errorf("unknown keys command %q (create, list, revoke)", sub)
+	if err := st.RevokeKey(ctx, id, time.Now()); errors.Is(err, ledger.ErrNotFound) {
+		return noKey(id)
+	} else if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked %s\n", id)
+	return nil
 }
+
+// findKey returns the key with id, or an error that says where the ids are.
+func findKey(ctx context.Context, st ledger.Store, id string) (*ledger.Key, error) {
+	ks, err := st.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ks {
+		if ks[i].ID == id {
+			return &ks[i], nil
+		}
+	}
+	return nil, noKey(id)
+}
+
+func noKey(id string) error {
+	return fmt.Errorf("no key with id %q (spillway keys list shows the keys)", id)
+}
+
+const budgetsUsage = `usage:
+  spillway budgets set --scope org|team|key|model --id ID [--credit-usd N] [--daily-cap-usd N] [--rpm N] [--tpm N]
+  spillway budgets list
+
+Budgets and rate limits by scope, kept in the ledger; a running gateway
+picks changes up within seconds. Run "spillway budgets <command> --help" for
+a command's flags.
+`
+
+var budgetsSubs = []string{"set", "list"}
 
 // runBudgets sets and lists budgets at org, team, key or model scope.
 func runBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("usage: spillway budgets set|list [flags]")
+	sub, args, err := subcommand("budgets", budgetsUsage, budgetsSubs, args, stderr)
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("budgets "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	if sub == "set" {
+		return budgetsSet(ctx, args, stdout, stderr)
+	}
+	return budgetsList(ctx, args, stdout, stderr)
+}
+
+func budgetsSet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("budgets set", `usage: spillway budgets set --scope org|team|key|model --id ID [flags]
+
+Sets one scope's limits, replacing what it had. --id is the org or team
+name, the key id (key_…), or a public model name the config routes.`, stderr)
 	lf := addLedgerFlags(fs)
-	switch sub {
-	case "set":
-		scope := fs.String("scope", "", "org, team, key or model (required)")
-		id := fs.String("id", "", "the org or team name, key id, or public model name (required)")
-		lim := addLimitFlags(fs, "credit-usd")
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		switch *scope {
-		case ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel:
-		default:
-			return fmt.Errorf("--scope must be org, team, key or model")
-		}
-		if *id == "" {
-			return fmt.Errorf("--id is required")
-		}
-		l := lim.limits(fs, "credit-usd")
-		b, err := l.Budget(*scope, *id, time.Now())
-		if err != nil {
-			return err
-		}
-		st, err := lf.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := st.SetBudget(ctx, b); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "set %s %s\n", *scope, *id)
-		return nil
-	case "list":
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		st, err := lf.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		bs, err := st.Budgets(ctx)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCOPE\tID\tCREDIT USD\tDAILY CAP USD\tRPM\tTPM")
-		for _, b := range bs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Scope, b.ID, optUSD(b.CreditMicroUSD), optUSD(b.DailyCapMicroUSD), optInt(b.RPM), optInt(b.TPM))
-		}
-		return tw.Flush()
+	scope := fs.String("scope", "", "org, team, key or model (required)")
+	id := fs.String("id", "", "the org or team name, key id, or public model name (required)")
+	lim := addLimitFlags(fs, "credit-usd")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown budgets command %q (set, list)", sub)
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	switch *scope {
+	case ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel:
+	default:
+		return usageErrorf("--scope must be org, team, key or model")
+	}
+	if *id == "" {
+		return usageErrorf("--id is required (the %s's %s)", *scope, map[string]string{ledger.ScopeOrg: "name",
+			ledger.ScopeTeam: "name", ledger.ScopeKey: "id, from spillway keys list", ledger.ScopeModel: "public name"}[*scope])
+	}
+	l := lim.limits(fs, "credit-usd")
+	b, err := l.Budget(*scope, *id, time.Now())
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if *scope == ledger.ScopeModel {
+		if err := lf.checkRouted("--scope model --id", *id); err != nil {
+			return err
+		}
+	}
+	st, err := lf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := checkBudgetOwner(ctx, st, *scope, *id, stderr); err != nil {
+		return err
+	}
+	if err := st.SetBudget(ctx, b); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "set %s %s\n", *scope, *id)
+	return nil
+}
+
+// checkBudgetOwner refuses a budget for a key that does not exist, and
+// warns (without refusing: a budget may be set before its keys are made)
+// when no key belongs to an org or team.
+func checkBudgetOwner(ctx context.Context, st ledger.Store, scope, id string, stderr io.Writer) error {
+	if scope != ledger.ScopeKey && scope != ledger.ScopeOrg && scope != ledger.ScopeTeam {
+		return nil
+	}
+	ks, err := st.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range ks {
+		if (scope == ledger.ScopeKey && k.ID == id) || (scope == ledger.ScopeOrg && k.Org == id) || (scope == ledger.ScopeTeam && k.Team == id) {
+			return nil
+		}
+	}
+	if scope == ledger.ScopeKey {
+		return noKey(id)
+	}
+	fmt.Fprintf(stderr, "warning: no key belongs to %s %q yet; the budget is set anyway and applies to the keys created for it (check the spelling: spillway keys list shows the keys)\n", scope, id)
+	return nil
+}
+
+func budgetsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("budgets list", "usage: spillway budgets list [flags]\n\nLists every scope's limits.", stderr)
+	lf := addLedgerFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	st, err := lf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	bs, err := st.Budgets(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCOPE\tID\tCREDIT USD\tDAILY CAP USD\tRPM\tTPM")
+	for _, b := range bs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Scope, b.ID, optUSD(b.CreditMicroUSD), optUSD(b.DailyCapMicroUSD), optInt(b.RPM), optInt(b.TPM))
+	}
+	return tw.Flush()
 }
 
 func optUSD(p *int64) string {
@@ -238,10 +375,15 @@ func optInt(n int) string {
 	return fmt.Sprint(n)
 }
 
+// usageFormats are the output formats of spillway usage.
+var usageFormats = []string{"table", "csv", "json"}
+
 // runUsage prints usage from the ledger as a table, CSV or JSON.
 func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("usage", `usage: spillway usage [flags]
+
+Usage from the ledger (and what a running gateway's journal holds), grouped
+and filtered, as a table, CSV or JSON.`, stderr)
 	lf := addLedgerFlags(fs)
 	from := fs.String("from", "", "start, RFC 3339 or YYYY-MM-DD (default: all)")
 	to := fs.String("to", "", "end, exclusive (default: now)")
@@ -251,8 +393,14 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for i, f := range []string{"org", "team", "key", "model", "deployment"} {
 		filters[i] = fs.String(f, "", "only this "+f)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if !slices.Contains(usageFormats, *format) {
+		return usageErrorf("--format %q: the formats are %s", *format, strings.Join(usageFormats, ", "))
 	}
 	v := url.Values{"from": {*from}, "to": {*to}, "group_by": {*groupBy}}
 	for i, f := range []string{"org", "team", "key", "model", "deployment"} {
@@ -260,7 +408,7 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	q, pub := server.ParseUsageQuery(v, time.Now())
 	if pub != nil {
-		return fmt.Errorf("%s", pub.Message)
+		return usageErrorf("%s", pub.Message)
 	}
 	st, err := lf.open(ctx)
 	if err != nil {
@@ -301,16 +449,28 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return tw.Flush()
 }
 
+const ledgerUsage = `usage:
+  spillway ledger repair [--db FILE | --config FILE]
+
+Rewrites ledger rows with impossible figures (negative or overflowing
+tokens or costs), saying which and how. The gateway does it at start-up too.
+`
+
+var ledgerSubs = []string{"repair"}
+
 // runLedger is "spillway ledger repair": the start-up repair, on demand
 // (for a ledger that reporting tools read while no gateway runs).
 func runLedger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "repair" {
-		return fmt.Errorf("usage: spillway ledger repair [--db FILE | --config FILE]")
+	_, args, err := subcommand("ledger", ledgerUsage, ledgerSubs, args, stderr)
+	if err != nil {
+		return err
 	}
-	fs := flag.NewFlagSet("ledger repair", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("ledger repair", ledgerUsage, stderr)
 	lf := addLedgerFlags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	st, err := lf.open(ctx)
