@@ -34,6 +34,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.BodyTimeout, Duration(DefaultBodyTimeout))
 	setDefault(&s.WriteTimeout, Duration(DefaultWriteTimeout))
 	setDefault(&s.MaxAnswerMemory, int64(256<<20))
+	setDefault(&s.MetricsAuth, MetricsAuthLoopback)
 	setDefault(&s.Limits.MaxMessages, 10000)
 	setDefault(&s.Limits.MaxParts, 1000)
 	setDefault(&s.Limits.MaxTools, 128)

@@ -45,6 +45,10 @@ type Server struct {
 	// request whose answer would pass it gets 503 gateway_busy. Streams are not counted: they hold one event
 	// at a time. Default 256 MiB. Read at start-up.
 	MaxAnswerMemory int64 `yaml:"max_answer_memory"`
+	// MetricsAuth says who may read /metrics: "loopback" (the default: a
+	// scraper on this host needs no credential, others the admin key),
+	// "admin" (everyone needs the admin key) or "none" (open).
+	MetricsAuth string `yaml:"metrics_auth"`
 	// WriteTimeout bounds each write to a caller (one event, or a whole
 	// answer): a caller that stops reading is cut off after it, and the
 	// provider is not blamed. Default 30s.
@@ -89,6 +93,13 @@ type CORS struct {
 
 // DefaultCORSMaxAge is CORS.MaxAge's default.
 const DefaultCORSMaxAge = 10 * time.Minute
+
+// server.metrics_auth values.
+const (
+	MetricsAuthLoopback = "loopback"
+	MetricsAuthAdmin    = "admin"
+	MetricsAuthNone     = "none"
+)
 
 // Limits bound the lists of one request. Validation is linear in each
 // (maps, not nested scans); the bounds keep a hostile request's work and

@@ -72,6 +72,11 @@ func (c *Config) validateServer(p *problems) {
 	if s.MaxBodyBytes < 0 {
 		p.add("server.max_body_bytes", 0, "must not be negative")
 	}
+	switch s.MetricsAuth {
+	case MetricsAuthLoopback, MetricsAuthAdmin, MetricsAuthNone:
+	default:
+		p.add("server.metrics_auth", 0, "%q is not loopback, admin or none", s.MetricsAuth)
+	}
 	for _, f := range []struct {
 		name string
 		d    Duration
