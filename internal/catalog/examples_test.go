@@ -53,7 +53,7 @@ func TestMockExample(t *testing.T) {
 			t.Errorf("rung %d: %+v", i, d)
 		}
 	}
-	if r, ok := s.Route("gpt-4.1"); !ok || len(r.Deployments) != 1 || r.Deployments[0].Provider != KindOpenAI || r.Deployments[0].BaseURL != "http://127.0.0.1:9101" {
+	if r, ok := s.Route("gpt-4.1"); !ok || len(r.Deployments) != 1 || r.Deployments[0].Provider != KindOpenAI || r.Deployments[0].BaseURL != "http://127.0.0.1:9103" {
 		t.Errorf("gpt-4.1: %+v", r)
 	}
 }

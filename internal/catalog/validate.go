@@ -204,12 +204,12 @@ func (c *Config) validateDeployments(p *problems) map[string]int {
 			}
 			for _, e := range []struct{ name, v string }{{"access_key_env", a.AccessKeyEnv}, {"secret_key_env", a.SecretKeyEnv}, {"session_token_env", a.SessionTokenEnv}} {
 				if e.v != "" && !envVarRE.MatchString(e.v) {
-					p.add(f("aws."+e.name), d.Line, "%q is not an environment variable name", e.v)
+					p.add(f("aws."+e.name), d.Line, "%s is not an environment variable name: put the NAME of the variable holding the key here, never the key", notShown(e.v))
 				}
 			}
 		}
 		if d.CredentialEnv != "" && !envVarRE.MatchString(d.CredentialEnv) {
-			p.add(f("credential_env"), d.Line, "%q is not an environment variable name; name the variable, never put the secret in the file", d.CredentialEnv)
+			p.add(f("credential_env"), d.Line, "%s is not an environment variable name: put the NAME of the variable holding the secret here, never the secret", notShown(d.CredentialEnv))
 		}
 		if d.Funding != "" && d.Funding != FundingHost && d.Funding != FundingBYOK {
 			p.add(f("funding"), d.Line, "%q must be %q or %q", d.Funding, FundingHost, FundingBYOK)
@@ -473,4 +473,9 @@ func (c *Config) MissingCredentials(file string, lookupEnv func(string) (string,
 		}
 	}
 	return p.ps
+}
+
+// notShown describes a value that may be a secret without showing it.
+func notShown(v string) string {
+	return "this value (" + strconv.Itoa(len(v)) + " characters, not shown)"
 }

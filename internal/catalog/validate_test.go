@@ -213,3 +213,21 @@ routes:
 		t.Errorf("got %v", got)
 	}
 }
+
+// A secret written where a variable's name belongs is refused without
+// being echoed: the message (logged, printed by check) never carries it.
+func TestSecretInCredentialEnvIsNotShown(t *testing.T) {
+	const secret = "sk-live-0123456789abcdefSECRET"
+	cfg := strings.Replace(base, "    price: {input_per_mtok: 2, output_per_mtok: 8}", "    credential_env: "+secret+"\n    price: {input_per_mtok: 2, output_per_mtok: 8}", 1)
+	c, err := Parse([]byte(cfg), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(c, "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), "not an environment variable name") {
+		t.Fatalf("Build = %v", err)
+	}
+	if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "sk-live") {
+		t.Errorf("the secret is in the message: %v", err)
+	}
+}
