@@ -151,6 +151,9 @@ func (s *Server) handle(pattern string, d dialect.Dialect) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cors(w, r) {
+		return // a browser's preflight, answered
+	}
 	w, r = s.guardBody(w, r)
 	s.mux.ServeHTTP(w, r)
 }
