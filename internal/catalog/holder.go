@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,103 @@ type Holder struct {
 	// mu serializes reloads, so that two racing reloads cannot swap in
 	// an older file after a newer one.
 	mu sync.Mutex
+
+	// statusMu guards status, which scrapes and the admin API read while
+	// a reload may be writing it.
+	statusMu sync.Mutex
+	status   Status
+	// now stamps the status; nil means time.Now.
+	now func() time.Time
+}
+
+// Status says which config a Holder serves and what became of the reloads
+// since, for operators: a file that is being refused is otherwise only a
+// log line.
+type Status struct {
+	// Version is the served file's SHA-256, its first 12 hex digits;
+	// empty for a config built in code.
+	Version string
+	// Path is the file the config was loaded from; empty until a reload
+	// or Watch names it.
+	Path string
+	// LoadedAt is when the served config was swapped in (for the first,
+	// when the Holder was made).
+	LoadedAt time.Time
+	// Applied and Refused count the reloads since start that swapped a
+	// file in and that refused one. Watch tries each content once, so a
+	// bad file is counted once however long it stays.
+	Applied, Refused int64
+	// LastRefused is the last file refused since the served one was
+	// loaded; nil when none was.
+	LastRefused *Refusal
+}
+
+// Refusal is a file a reload refused. It is never modified once recorded.
+type Refusal struct {
+	// At is when it was refused.
+	At time.Time
+	// Version is the refused file's short SHA-256, as Status.Version.
+	Version string
+	// Problems are why, one "file:line: field: message" each.
+	Problems []string
+}
+
+// Version shortens a file's SHA-256 to the 12 hex digits operators compare
+// (sha256sum's first 12); the zero sum, a config built in code, is "".
+func Version(sum [32]byte) string {
+	if sum == ([32]byte{}) {
+		return ""
+	}
+	return hex.EncodeToString(sum[:6])
+}
+
+// Status returns which config is served and what the reloads did.
+func (h *Holder) Status() Status {
+	h.statusMu.Lock()
+	defer h.statusMu.Unlock()
+	return h.status
+}
+
+func (h *Holder) stamp() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
+}
+
+// applied records that s, read from path, is now served.
+func (h *Holder) applied(s *Snapshot, path string) {
+	h.statusMu.Lock()
+	defer h.statusMu.Unlock()
+	h.status.Applied++
+	h.status.Version, h.status.Path, h.status.LoadedAt = Version(s.sum), path, h.stamp()
+	h.status.LastRefused = nil
+}
+
+// refused records that data, read from path, was refused with err.
+func (h *Holder) refused(data []byte, err error) {
+	var ps Problems
+	var why []string
+	if errors.As(err, &ps) {
+		for _, p := range ps {
+			why = append(why, p.String())
+		}
+	} else {
+		why = []string{err.Error()}
+	}
+	h.statusMu.Lock()
+	defer h.statusMu.Unlock()
+	h.status.Refused++
+	h.status.LastRefused = &Refusal{At: h.stamp(), Version: Version(hash(data)), Problems: why}
+}
+
+// notePath records the file a config built before Watch came from.
+func (h *Holder) notePath(path string) {
+	h.statusMu.Lock()
+	defer h.statusMu.Unlock()
+	if h.status.Path == "" {
+		h.status.Path = path
+	}
 }
 
 // NewHolder returns a Holder serving s, which must not be nil.
@@ -35,6 +133,7 @@ func NewHolder(s *Snapshot) *Holder {
 	}
 	h := &Holder{}
 	h.cur.Store(s)
+	h.status = Status{Version: Version(s.sum), LoadedAt: h.stamp()}
 	return h
 }
 
@@ -56,9 +155,11 @@ func (h *Holder) reloadData(data []byte, path string) error {
 	defer h.mu.Unlock()
 	s, err := buildFromData(data, path)
 	if err != nil {
+		h.refused(data, err)
 		return err
 	}
 	h.cur.Store(s)
+	h.applied(s, path)
 	return nil
 }
 
@@ -103,6 +204,7 @@ func (h *Holder) newWatcher(path string, logger *slog.Logger) *watcher {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	w := &watcher{h: h, path: path, log: logger, boot: h.Load().Config()}
+	h.notePath(path)
 	if s := h.Load(); s.sum != ([32]byte{}) {
 		// The snapshot came from a file: a change since is a change.
 		w.sum, w.hasSum = s.sum, true

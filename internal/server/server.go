@@ -110,6 +110,9 @@ func New(opts Options) *Server {
 		if opts.Ledger != nil {
 			opts.Metrics.WatchLedger(opts.Ledger.Stats)
 		}
+		if cs, ok := opts.Catalog.(configStatus); ok {
+			opts.Metrics.WatchConfig(cs.Status)
+		}
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency}
 	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}),
@@ -134,6 +137,7 @@ func (s *Server) routes() {
 	s.mux.Handle("DELETE /v1/admin/keys/{id}", s.admin(s.handleRevokeKey))
 	s.mux.Handle("PUT /v1/admin/budgets", s.admin(s.handleSetBudget))
 	s.mux.Handle("GET /v1/admin/budgets", s.admin(s.handleListBudgets))
+	s.mux.Handle("GET /v1/admin/config", s.admin(s.handleAdminConfig))
 	s.mux.HandleFunc("GET /v1/usage", s.handleUsage)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.handle("POST /v1/chat/completions", openaiChat())
