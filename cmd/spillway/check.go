@@ -66,7 +66,7 @@ func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lo
 		return 1
 	}
 
-	cfg, errs, warns := catalog.Check(data, path)
+	cfg, errs, warns := catalog.Check(data, path, catalog.WithLookupEnv(lookupEnv))
 	if cfg != nil {
 		warns = append(warns, cfg.MissingCredentials(path, lookupEnv)...)
 	}

@@ -11,7 +11,11 @@ import (
 // loadConfig loads the config the ledger flags point at, for the commands that
 // check a model name against the routes.
 func (lf ledgerFlags) loadConfig() (*catalog.Config, error) {
-	return catalog.Load(*lf.config)
+	p, err := lf.configPath()
+	if err != nil {
+		return nil, err
+	}
+	return catalog.Load(p)
 }
 
 // routedModels is the public model names cfg routes, sorted.
@@ -34,8 +38,17 @@ func (lf ledgerFlags) checkRouted(what string, models ...string) error {
 	routed := routedModels(cfg)
 	for _, m := range models {
 		if !slices.Contains(routed, m) {
-			return usageErrorf("%s: the config %s routes no model %q (it routes: %s)", what, *lf.config, m, strings.Join(routed, ", "))
+			return usageErrorf("%s: the config %s routes no model %q (it routes: %s)", what, lf.configName(), m, strings.Join(routed, ", "))
 		}
 	}
 	return nil
+}
+
+// configName names the config for a message.
+func (lf ledgerFlags) configName() string {
+	p, err := lf.configPath()
+	if err != nil {
+		return "(none found)"
+	}
+	return p
 }

@@ -139,6 +139,10 @@ fault in the middle third, printing what each request saw.`, stderr)
 	}
 	fmt.Fprintf(stdout, "\n%d/%d requests succeeded; %s received %d requests\n", okCount, *n, primary, pm.Count())
 	// Every request was billed once, against the rung that served it.
+	// What the journal holds and the store has not ingested yet counts too.
+	if err := gw.writer.Sync(ctx); err != nil {
+		return err
+	}
 	rows, err := gw.store.Usage(ctx, ledger.UsageQuery{GroupBy: []string{"deployment"}})
 	if err == nil {
 		for _, r := range rows {

@@ -59,16 +59,36 @@ type gateway struct {
 // Background refreshers run until ctx ends; call close after the HTTP
 // server has drained.
 // gatewayOption tunes openGateway.
-type gatewayOption func(*server.Options)
+type gatewayOption func(*gatewaySetup)
+
+type gatewaySetup struct {
+	// ledgerPath is the ledger file; default the config's ledger.path as
+	// written (serve passes it resolved: see statePath).
+	ledgerPath string
+	server     []func(*server.Options)
+}
 
 // withAccessLog writes one access-log line per request to w, by hand
 // (the hot path's logging), instead of through slog.
 func withAccessLog(w io.Writer) gatewayOption {
-	return func(o *server.Options) { o.AccessLog = w }
+	return func(g *gatewaySetup) {
+		g.server = append(g.server, func(o *server.Options) { o.AccessLog = w })
+	}
+}
+
+// withLedgerPath opens the ledger at path instead of ledger.path as
+// written in the config.
+func withLedgerPath(path string) gatewayOption {
+	return func(g *gatewaySetup) { g.ledgerPath = path }
 }
 
 func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, stdout io.Writer, opts ...gatewayOption) (*gateway, error) {
 	cfg := holder.Load().Config()
+	setup := gatewaySetup{ledgerPath: cfg.Ledger.Path}
+	for _, o := range opts {
+		o(&setup)
+	}
+	ledgerPath := setup.ledgerPath
 	fsync := false
 	if v := os.Getenv(fsyncEnv); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -77,16 +97,16 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 		}
 		fsync = b
 	}
-	_, statErr := os.Stat(cfg.Ledger.Path)
+	_, statErr := os.Stat(ledgerPath)
 	fresh := errors.Is(statErr, fs.ErrNotExist)
-	store, err := sqlite.Open(ctx, cfg.Ledger.Path)
+	store, err := sqlite.Open(ctx, ledgerPath)
 	if err != nil {
-		return nil, fmt.Errorf("opening the ledger %s: %w", cfg.Ledger.Path, err)
+		return nil, fmt.Errorf("opening the ledger %s: %w", ledgerPath, err)
 	}
 	if fresh {
 		// Said loudly: a ledger deleted since the last run looks the same,
 		// and its keys and usage are gone.
-		abs, _ := filepath.Abs(cfg.Ledger.Path)
+		abs, _ := filepath.Abs(ledgerPath)
 		log.Warn("no ledger at the configured path: created a new, empty one", "path", abs)
 		fmt.Fprintf(stdout, "created a new, empty ledger at %s (if one was there before, its keys and usage are not in it)\n", abs)
 	}
@@ -97,7 +117,7 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 			store.Close()
 		}
 	}()
-	journal, err := ledger.OpenJournal(cfg.Ledger.Path + ".journal")
+	journal, err := ledger.OpenJournal(ledgerPath + ".journal")
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger's journal: %w", err)
 	}
@@ -149,15 +169,34 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 		}
 		fmt.Fprintf(stdout, "no virtual keys yet: created %s for org default, team default (shown once; keep it):\n  %s\n", k.ID, secret)
 	}
+	// The admin credential exists from the first start, as the first key
+	// does: stored hashed, printed once, rotated by spillway admin rotate.
+	// An operator who sets SPILLWAY_ADMIN_KEY has chosen one already.
+	admin := keys.NewAdminAuth(store, os.Getenv("SPILLWAY_ADMIN_KEY"))
+	if err := admin.Refresh(ctx); err != nil {
+		return nil, fmt.Errorf("loading the admin key: %w", err)
+	}
+	if !admin.FromStore() && os.Getenv("SPILLWAY_ADMIN_KEY") == "" {
+		secret, _, err := keys.NewAdmin(ctx, store, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("creating the admin key: %w", err)
+		}
+		if err := admin.Refresh(ctx); err != nil {
+			return nil, fmt.Errorf("loading the admin key: %w", err)
+		}
+		fmt.Fprintf(stdout, "no admin key yet: created one for /v1/admin/*, spillway health and explain (shown once; keep it; spillway admin rotate makes a new one):\n  %s\n", secret)
+	}
+	go admin.Run(ctx, refreshEvery, func(err error) { log.Warn("refreshing the admin key", "err", err) })
 	go g.auth.Run(ctx, refreshEvery)
 	go refreshBudgets(ctx, store, g.budget, log)
 	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log, Journal: journal, Fsync: fsync,
-		Watch: []string{cfg.Ledger.Path}, MinFreeBytes: cfg.Ledger.MinFreeBytes})
+		Watch: []string{ledgerPath}, MinFreeBytes: cfg.Ledger.MinFreeBytes})
 	ic := cfg.Idempotency
 	so := server.Options{
 		Catalog:     holder,
 		Registry:    registry(),
 		AdminKey:    os.Getenv("SPILLWAY_ADMIN_KEY"),
+		Admin:       admin,
 		Log:         log,
 		Auth:        g.auth,
 		Budget:      g.budget,
@@ -165,7 +204,7 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 		Store:       store,
 		Idempotency: idempotency.New(idempotency.Options{MaxEntries: ic.MaxEntries, MaxBytes: ic.MaxBytes, TTL: ic.TTL.D()}),
 	}
-	for _, o := range opts {
+	for _, o := range setup.server {
 		o(&so)
 	}
 	g.Server = server.New(so)

@@ -20,7 +20,10 @@ import (
 // with "integer overflow". The gateway now repairs such rows at start-up
 // and says what it did; `spillway ledger repair` does the same on demand.
 func TestPoisonedLedgerStillStarts(t *testing.T) {
-	ctx := context.Background()
+	// The gateway's refreshers stop with ctx: cancelled before the test
+	// ends, so no goroutine outlives it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	path := filepath.Join(t.TempDir(), "l.db")
 	poison := func(suffix string) {
 		t.Helper()
@@ -94,7 +97,8 @@ routes: [{model: m, pool: p}]
 // A ledger missing at start-up is created, and said to be new: a ledger
 // deleted since the last run looks the same, and its keys are gone.
 func TestFreshLedgerIsAnnounced(t *testing.T) {
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	path := filepath.Join(t.TempDir(), "l.db")
 	cfg, err := catalog.Parse([]byte(`ledger: {path: `+path+`}
 deployments:

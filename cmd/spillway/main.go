@@ -35,6 +35,7 @@ usage:
   spillway budgets set --scope org|team|key|model --id ID [--credit-usd N ...] | budgets list
   spillway usage [--from D --to D --group-by model,deployment --format table|csv|json]
   spillway ledger repair [--db FILE]               rewrite ledger rows with impossible figures (the gateway also does at start)
+  spillway admin rotate [--db FILE]                a new admin key, printed once; earlier ones stop working
   spillway version                                 this binary's version, VCS revision and Go version
   spillway help [COMMAND]                          this text, or a command's flags
 
@@ -61,6 +62,7 @@ var commands = map[string]struct {
 	"usage":   {run: runUsage},
 	"ledger":  {run: runLedger, subs: ledgerSubs},
 	"version": {run: runVersion},
+	"admin":   {run: runAdmin, subs: adminSubs},
 }
 
 func main() {

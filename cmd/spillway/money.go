@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,35 +23,62 @@ import (
 )
 
 // ledgerFlags are the flags that find the ledger: --db, or the config's
-// ledger path.
+// ledger.path, found as serve finds it (--config, $SPILLWAY_CONFIG,
+// ./spillway.yaml; relative to --data-dir or the config's directory).
 type ledgerFlags struct {
-	db, config *string
+	db, config, dataDir *string
 }
 
 func addLedgerFlags(fs *flag.FlagSet) ledgerFlags {
 	return ledgerFlags{
-		db:     fs.String("db", "", "the ledger file (default: the config's ledger.path)"),
-		config: fs.String("config", "examples/mock.yaml", "config whose ledger.path to use when --db is not given"),
+		db:      fs.String("db", "", "the ledger file (default: the config's ledger.path)"),
+		config:  fs.String("config", "", "the gateway's config (default: $"+configEnv+", else ./"+defaultConfigFile+")"),
+		dataDir: fs.String("data-dir", os.Getenv(dataDirEnv), "where a relative ledger.path lives (default: $"+dataDirEnv+", else the config file's directory)"),
 	}
 }
 
+// open opens the ledger, which must exist: creating it is the gateway's
+// job, and a misspelled path must not read as an empty ledger.
 func (lf ledgerFlags) open(ctx context.Context) (*sqlite.Store, error) {
 	path, err := lf.path()
 	if err != nil {
 		return nil, err
 	}
+	ok, err := ledgerExists(path)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		from := "--db"
+		if *lf.db == "" {
+			cfg, _ := lf.configPath()
+			from = "ledger.path of " + cfg
+		}
+		return nil, errNoLedger(path, from)
+	}
 	return sqlite.Open(ctx, path)
 }
+
+// configPath is the config file the flags name or imply.
+func (lf ledgerFlags) configPath() (string, error) { return findConfig(*lf.config) }
 
 func (lf ledgerFlags) path() (string, error) {
 	if *lf.db != "" {
 		return *lf.db, nil
 	}
-	cfg, err := catalog.Load(*lf.config)
+	cfgPath, err := lf.configPath()
 	if err != nil {
 		return "", err
 	}
-	return cfg.Ledger.Path, nil
+	cfg, err := catalog.Load(cfgPath)
+	if err != nil {
+		return "", err
+	}
+	p := cfg.Ledger.Path
+	if p == "" {
+		p = "spillway.db"
+	}
+	return statePath(p, cfgPath, *lf.dataDir), nil
 }
 
 // limitFlags are the budget and rate flags shared by keys create and

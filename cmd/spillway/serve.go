@@ -3,47 +3,79 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/url"
 	"os"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/logsink"
-	"github.com/spillway-gw/spillway/internal/mock"
 )
 
+const serveUsage = `usage:
+  spillway serve [--config FILE] [--data-dir DIR] [--listen ADDR] [--mocks] [--reload-every 2s] [--pprof ADDR]
+
+Runs the gateway. The config is --config, else $SPILLWAY_CONFIG, else
+./spillway.yaml; a relative ledger.path lives in --data-dir ($SPILLWAY_DATA),
+else beside the config. The first start creates the ledger and prints a
+virtual key and an admin key, once each. The config is re-read when it
+changes; SIGINT/SIGTERM drain in-flight requests for server.shutdown_grace.
+`
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "examples/mock.yaml", "config file")
+	fs := newFlags("serve", serveUsage, stderr)
+	cfgFlag := fs.String("config", "", "config file (default: $"+configEnv+", else ./"+defaultConfigFile+")")
+	dataDir := fs.String("data-dir", os.Getenv(dataDirEnv), "where a relative ledger.path lives (default: $"+dataDirEnv+", else the config file's directory)")
 	listen := fs.String("listen", "", "listen address (overrides server.listen)")
 	reload := fs.Duration("reload-every", 2*time.Second, "how often to check the config file for changes (0 = never)")
-	withMocks := fs.Bool("mocks", false, "also run the built-in mock provider of every loopback deployment, on its configured address")
+	withMocks := fs.Bool("mocks", false, "also run the built-in mock provider of every loopback deployment, on its configured address (following reloads)")
 	pprofAddr := fs.String("pprof", os.Getenv("SPILLWAY_PPROF"), "serve Go's pprof profiles on this loopback address (default $SPILLWAY_PPROF; empty = off)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	cfgPath, err := findConfig(*cfgFlag)
+	if err != nil {
 		return err
 	}
 	// The access log is handed off: a request never waits on stderr.
 	logOut := logsink.New(stderr, 0)
 	defer logOut.Close()
 	log := slog.New(slog.NewJSONHandler(logOut, nil))
-	snap, err := catalog.LoadSnapshot(*cfgPath)
+	snap, err := catalog.LoadSnapshot(cfgPath)
 	if err != nil {
 		return err
 	}
+	// The port first: a gateway that cannot listen creates no ledger and
+	// no key.
+	addr := snap.Config().Server.Listen
+	if *listen != "" {
+		addr = *listen
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w (server.listen or --listen sets the address)", addr, err)
+	}
+	defer ln.Close()
+	holder := catalog.NewHolder(snap)
+	// The refreshers stop with bg; the ledger closes after the server drained.
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
 	if *withMocks {
-		stop, err := startConfiguredMocks(ctx, snap, stdout)
-		if err != nil {
+		mocks := newMockSet(stdout, log)
+		if err := mocks.sync(snap, true); err != nil {
 			return err
 		}
-		defer stop()
+		defer mocks.close()
+		if *reload > 0 {
+			go mocks.follow(bg, holder, *reload)
+		}
 	}
 	if *pprofAddr != "" {
 		stop, err := servePprof(*pprofAddr, log)
@@ -52,66 +84,37 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	holder := catalog.NewHolder(snap)
 	if *reload > 0 {
-		go holder.Watch(ctx, *cfgPath, *reload, log)
+		go holder.Watch(bg, cfgPath, *reload, log)
 	}
-	// The refreshers stop with bg; the ledger closes after the server drained.
-	bg, stopBG := context.WithCancel(context.Background())
-	defer stopBG()
-	gw, err := openGateway(bg, holder, log, stdout, withAccessLog(logOut))
+	ledgerPath := statePath(snap.Config().Ledger.Path, cfgPath, *dataDir)
+	gw, err := openGateway(bg, holder, log, stdout, withAccessLog(logOut), withLedgerPath(ledgerPath))
 	if err != nil {
 		return err
 	}
-	addr := snap.Config().Server.Listen
-	if *listen != "" {
-		addr = *listen
+	warnUnreachable(snap, stdout, log)
+	scheme := "http"
+	if snap.Config().Server.TLS.Enabled() {
+		scheme = "https"
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		_ = gw.close(context.Background())
-		return err
-	}
-	fmt.Fprintf(stdout, "spillway listening on http://%s (config %s, ledger %s)\n", ln.Addr(), *cfgPath, snap.Config().Ledger.Path)
+	fmt.Fprintf(stdout, "spillway listening on %s://%s (config %s, ledger %s)\n", scheme, ln.Addr(), cfgPath, ledgerPath)
+	log.Info("spillway listening", "addr", ln.Addr().String(), "scheme", scheme, "config", cfgPath, "ledger", ledgerPath)
 	err = serveHTTP(ctx, ln, gw, snap.Config().Server, log)
+	grace := snap.Config().Server.ShutdownGrace.D()
+	if ctx.Err() != nil {
+		fmt.Fprintf(stdout, "spillway shutting down: in-flight requests had up to %s to finish; closing the ledger\n", grace)
+		log.Info("spillway shutting down", "grace", grace.String())
+	}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if cerr := gw.close(cctx); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		fmt.Fprintln(stdout, "spillway stopped")
+		log.Info("spillway stopped")
+	}
 	return err
-}
-
-// startConfiguredMocks runs a mock provider on the address of every
-// loopback deployment, so a mock config serves with no other process.
-func startConfiguredMocks(ctx context.Context, snap *catalog.Snapshot, stdout io.Writer) (func(), error) {
-	var stops []func()
-	stopAll := func() {
-		for _, s := range stops {
-			s()
-		}
-	}
-	seen := map[string]bool{}
-	for _, d := range snap.Deployments() {
-		u, err := url.Parse(d.BaseURL)
-		if err != nil || (u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost") || seen[u.Host] {
-			continue
-		}
-		seen[u.Host] = true
-		m, err := mock.New(d.Provider, mock.Options{Name: d.ID})
-		if err != nil {
-			stopAll()
-			return nil, fmt.Errorf("mock for %s: %w", d.ID, err)
-		}
-		ln, err := net.Listen("tcp", u.Host)
-		if err != nil {
-			stopAll()
-			return nil, fmt.Errorf("mock for %s: %w", d.ID, err)
-		}
-		stops = append(stops, serveBackground(ln, m))
-		fmt.Fprintf(stdout, "mock %s provider for %s on http://%s\n", d.Provider, d.ID, ln.Addr())
-	}
-	return stopAll, nil
 }
 
 // servePprof serves the runtime profiles on a separate loopback listener,

@@ -53,7 +53,7 @@ routes: [{model: m, pool: pool}]
 			t.Fatal(err)
 		}
 		switch l := strings.TrimSpace(line); {
-		case strings.HasPrefix(l, "sk-spw-"):
+		case strings.HasPrefix(l, "sk-spw-") && !strings.HasPrefix(l, "sk-spw-admin-"):
 			secret = l
 		case strings.HasPrefix(l, "spillway listening on "):
 			addr = strings.Fields(strings.TrimPrefix(l, "spillway listening on "))[0]

@@ -132,7 +132,7 @@ func (g *gateway) start(t *testing.T, bin string) {
 			g.out.Write([]byte(line))
 			l := strings.TrimSpace(line)
 			switch {
-			case strings.HasPrefix(l, "sk-spw-"):
+			case strings.HasPrefix(l, "sk-spw-") && !strings.HasPrefix(l, "sk-spw-admin-"):
 				key = l
 			case !sent && strings.HasPrefix(l, "spillway listening on "):
 				ready <- [2]string{strings.Fields(strings.TrimPrefix(l, "spillway listening on "))[0], key}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 
@@ -14,14 +13,14 @@ import (
 // token or x-api-key. Without a configured key the endpoints do not exist.
 func (s *Server) admin(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.AdminKey == "" {
+		if !s.opts.Admin.Enabled() {
 			writeJSONError(w, &failure.Public{Status: http.StatusNotFound, Code: "admin_disabled",
-				Message: "the admin API is disabled; start the gateway with SPILLWAY_ADMIN_KEY set"})
+				Message: "the admin API is disabled: this gateway has no admin key (spillway admin rotate makes one)"})
 			return
 		}
 		if !s.isAdmin(r) {
 			writeJSONError(w, &failure.Public{Status: http.StatusUnauthorized, Code: "invalid_admin_key",
-				Message: "this endpoint needs the gateway's admin key as a bearer token"})
+				Message: "this endpoint needs the gateway's admin key as a bearer token (printed at the first start; spillway admin rotate makes a new one)"})
 			return
 		}
 		h(w, r)
@@ -30,11 +29,7 @@ func (s *Server) admin(h http.HandlerFunc) http.Handler {
 
 // isAdmin reports whether the request carries the admin key.
 func (s *Server) isAdmin(r *http.Request) bool {
-	if s.opts.AdminKey == "" {
-		return false
-	}
-	key := keys.FromHeaders(r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
-	return subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.AdminKey)) == 1
+	return s.opts.Admin.Check(keys.FromHeaders(r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")))
 }
 
 // writeJSONError writes an operator-facing error in OpenAI's shape.

@@ -305,7 +305,14 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 		_ = WriteUsageCSV(w, q.GroupBy, rows)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"from": q.From, "to": q.To, "group_by": q.GroupBy, "rows": rows})
+	groupBy := q.GroupBy
+	if groupBy == nil {
+		groupBy = []string{}
+	}
+	if rows == nil {
+		rows = []ledger.UsageRow{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"from": q.From, "to": q.To, "group_by": groupBy, "rows": rows})
 }
 
 // ParseUsageQuery reads from, to (RFC 3339 or YYYY-MM-DD), group_by
@@ -333,6 +340,16 @@ func ParseUsageQuery(v map[string][]string, now time.Time) (ledger.UsageQuery, *
 			}
 		}
 		*f.dst = t
+	}
+	// Defaults a reader expects: up to now, from 30 days before the end.
+	if q.To.IsZero() {
+		q.To = now.UTC()
+	}
+	if q.From.IsZero() {
+		q.From = q.To.AddDate(0, 0, -30)
+	}
+	if !q.From.Before(q.To) {
+		return q, failure.BadRequest("from", "from (%s) must be before to (%s)", q.From.Format(time.RFC3339), q.To.Format(time.RFC3339))
 	}
 	if g := get("group_by"); g != "" {
 		for _, name := range strings.Split(g, ",") {

@@ -43,10 +43,13 @@ type rungSpec struct {
 
 // harness is mocks behind the gateway behind an httptest server.
 type harness struct {
-	t     testing.TB
-	gw    *httptest.Server
-	mocks map[string]*mock.Mock
-	cfg   *catalog.Config
+	t  testing.TB
+	gw *httptest.Server
+	// handler is the gateway itself, for requests that need a chosen
+	// remote address.
+	handler http.Handler
+	mocks   map[string]*mock.Mock
+	cfg     *catalog.Config
 	// clock drives health: tests move it instead of sleeping.
 	clock *fakeClock
 	// key is a valid virtual key (org "acme", team "search").
@@ -172,6 +175,7 @@ func newHarnessOpts(t testing.TB, edit func(*catalog.Config), tweak func(*server
 		tweak(&opts)
 	}
 	gw := server.New(opts)
+	h.handler = gw
 	h.gw = httptest.NewServer(gw)
 	t.Cleanup(h.gw.Close)
 	return h

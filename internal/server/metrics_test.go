@@ -3,9 +3,12 @@ package server_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillway-gw/spillway/internal/catalog"
 )
 
 func TestMetrics(t *testing.T) {
@@ -26,8 +29,9 @@ func TestMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, _ := get(""); code != 401 {
-		t.Errorf("metrics without the admin key: %d", code)
+	// The harness's scraper is on loopback: by default it needs no key.
+	if code, _ := get(""); code != 200 {
+		t.Errorf("metrics from loopback without the admin key: %d", code)
 	}
 	wants := []string{
 		`spillway_requests_total{dialect="openai-chat",model="` + publicModel + `",outcome="ok"} 2`,
@@ -65,5 +69,39 @@ func TestMetrics(t *testing.T) {
 	}
 	for _, m := range missing {
 		t.Errorf("metrics lack %s", m)
+	}
+}
+
+// server.metrics_auth: "loopback" (default) opens /metrics to this host
+// only, "admin" asks everyone for the admin key, "none" opens it to all.
+func TestMetricsAuth(t *testing.T) {
+	for _, tc := range []struct {
+		mode   string
+		remote string
+		key    string
+		want   int
+	}{
+		{"loopback", "127.0.0.1:5000", "", 200},
+		{"loopback", "[::1]:5000", "", 200},
+		{"loopback", "10.0.0.7:5000", "", 401},
+		{"loopback", "10.0.0.7:5000", adminKey, 200},
+		{"loopback", "10.0.0.7:5000", "wrong", 401},
+		{"admin", "127.0.0.1:5000", "", 401},
+		{"admin", "127.0.0.1:5000", adminKey, 200},
+		{"none", "10.0.0.7:5000", "", 200},
+	} {
+		t.Run(tc.mode+" "+tc.remote+" "+tc.key, func(t *testing.T) {
+			h := newHarnessWith(t, func(c *catalog.Config) { c.Server.MetricsAuth = tc.mode }, rungSpec{"primary", "openai"})
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.RemoteAddr = tc.remote
+			if tc.key != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.key)
+			}
+			w := httptest.NewRecorder()
+			h.handler.ServeHTTP(w, req)
+			if w.Code != tc.want {
+				t.Errorf("got %d, want %d: %s", w.Code, tc.want, w.Body.String())
+			}
+		})
 	}
 }

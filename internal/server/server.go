@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,8 +43,13 @@ type Options struct {
 	// Health tracks deployment health (default: a tracker on the system
 	// clock).
 	Health *health.Tracker
-	// AdminKey protects /v1/admin/*; empty disables those endpoints.
+	// AdminKey is a fixed admin secret (SPILLWAY_ADMIN_KEY), accepted
+	// besides Admin's key from the ledger; empty: none.
 	AdminKey string
+	// Admin checks the admin credential that protects /v1/admin/* (and
+	// /metrics, per server.metrics_auth). Nil: AdminKey alone; with
+	// neither, the admin endpoints are disabled.
+	Admin *keys.AdminAuth
 	// Auth authenticates virtual keys. Required: every generation
 	// endpoint needs a valid key.
 	Auth *keys.Authenticator
@@ -104,6 +111,9 @@ func New(opts Options) *Server {
 	}
 	if opts.Idempotency == nil {
 		opts.Idempotency = idempotency.New(idempotency.Options{})
+	}
+	if opts.Admin == nil {
+		opts.Admin = keys.NewAdminAuth(nil, opts.AdminKey)
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.New(opts.Health)
@@ -189,12 +199,39 @@ func (s *Server) putBuf(b *[]byte) {
 
 // metricsHandler serves Prometheus metrics; with an admin key configured,
 // scrapes must present it (as a bearer token).
+// metricsAllowed applies server.metrics_auth: "loopback" (the default)
+// lets a scraper on the same host in without a credential, "none" lets
+// anyone in, "admin" asks everyone for the admin key. Without any admin
+// key, metrics are open (there is nothing to ask for).
+func (s *Server) metricsAllowed(r *http.Request) bool {
+	if !s.opts.Admin.Enabled() || s.isAdmin(r) {
+		return true
+	}
+	switch s.opts.Catalog.Load().Config().Server.MetricsAuth {
+	case catalog.MetricsAuthNone:
+		return true
+	case catalog.MetricsAuthAdmin:
+		return false
+	}
+	return isLoopback(r.RemoteAddr)
+}
+
+// isLoopback reports whether a peer address is on this host.
+func isLoopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
 func (s *Server) metricsHandler() http.Handler {
 	h := s.opts.Metrics.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.AdminKey != "" && !s.isAdmin(r) {
+		if !s.metricsAllowed(r) {
 			writeJSONError(w, &failure.Public{Status: http.StatusUnauthorized, Code: "invalid_admin_key",
-				Message: "metrics need the gateway's admin key as a bearer token"})
+				Message: "metrics need the gateway's admin key as a bearer token from this address (server.metrics_auth)"})
 			return
 		}
 		h.ServeHTTP(w, r)
