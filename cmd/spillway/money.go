@@ -150,6 +150,7 @@ key's own (key scope); --models restricts it to models the config routes.`, stde
 	org := fs.String("org", "", "the key's organisation (required)")
 	team := fs.String("team", "", "the key's team (required)")
 	models := fs.String("models", "", "comma-separated public model names the key may call (default: all)")
+	residency := fs.String("residency", "", "where the key's requests' data must stay (e.g. eu): routed only to deployments with that residency")
 	lim := addLimitFlags(fs, "budget-usd")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -160,7 +161,7 @@ key's own (key scope); --models restricts it to models the config routes.`, stde
 	if *org == "" || *team == "" {
 		return usageErrorf("--org and --team are required")
 	}
-	kr := &server.KeyRequest{Org: *org, Team: *team, Limits: lim.limits(fs, "budget-usd")}
+	kr := &server.KeyRequest{Org: *org, Team: *team, Residency: *residency, Limits: lim.limits(fs, "budget-usd")}
 	if *models != "" {
 		for m := range strings.SplitSeq(*models, ",") {
 			if m = strings.TrimSpace(m); m != "" {

@@ -35,6 +35,8 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.WriteTimeout, Duration(DefaultWriteTimeout))
 	setDefault(&s.MaxAnswerMemory, int64(256<<20))
 	setDefault(&s.MetricsAuth, MetricsAuthLoopback)
+	setDefault(&c.Routing.WorkloadHeader, "X-Spillway-Workload")
+	setDefault(&c.Routing.ResidencyHeader, "X-Spillway-Residency")
 	setDefault(&s.Limits.MaxMessages, 10000)
 	setDefault(&s.Limits.MaxParts, 1000)
 	setDefault(&s.Limits.MaxTools, 128)

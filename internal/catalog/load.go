@@ -181,6 +181,41 @@ type decoder struct {
 	lines  map[string]int
 	probs  Problems
 	visits int
+	// structs caches each struct type's yaml fields: a big config visits
+	// the same few types thousands of times.
+	structs map[reflect.Type]*structInfo
+}
+
+// structInfo is a struct type's yaml fields: name to field index, the
+// names in declaration order (for suggestions), and the Line field.
+type structInfo struct {
+	fields map[string]int
+	known  []string
+	line   int // index of the `yaml:"-"` Line int field; -1 if none
+}
+
+func (d *decoder) info(t reflect.Type) *structInfo {
+	if si := d.structs[t]; si != nil {
+		return si
+	}
+	si := &structInfo{fields: map[string]int{}, line: -1}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Name == "Line" && f.Type.Kind() == reflect.Int && f.Tag.Get("yaml") == "-" {
+			si.line = i
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || name == "" || name == "-" {
+			continue
+		}
+		si.fields[name] = i
+		si.known = append(si.known, name)
+	}
+	if d.structs == nil {
+		d.structs = map[reflect.Type]*structInfo{}
+	}
+	d.structs[t] = si
+	return si
 }
 
 func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
@@ -264,19 +299,14 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 		d.fail(n, path, "expected a mapping, got %s", describe(n))
 		return
 	}
-	t := v.Type()
-	fields := map[string]int{}
-	var known []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || name == "" || name == "-" {
-			continue
-		}
-		fields[name] = i
-		known = append(known, name)
+	si := d.info(v.Type())
+	fields, known := si.fields, si.known
+	// A struct's mapping has a handful of keys: duplicates are found by a
+	// scan, or by a map past a few dozen (a hostile file stays linear).
+	var seen map[string]int
+	if len(n.Content) > 64 {
+		seen = make(map[string]int, len(n.Content)/2)
 	}
-	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.AliasNode && k.Alias != nil {
@@ -294,11 +324,16 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 			d.fail(k, path, "merge keys (<<) are not supported; use an alias (*name) for a whole value instead")
 			continue
 		}
-		if first, dup := seen[k.Value]; dup {
-			d.fail(k, fp, "duplicate key (first at line %d)", first)
+		if seen != nil {
+			if first, dup := seen[k.Value]; dup {
+				d.fail(k, fp, "duplicate key (first at line %d)", first)
+				continue
+			}
+			seen[k.Value] = k.Line
+		} else if first := firstKey(n.Content[:i], k.Value); first != nil {
+			d.fail(k, fp, "duplicate key (first at line %d)", first.Line)
 			continue
 		}
-		seen[k.Value] = k.Line
 		fi, ok := fields[k.Value]
 		if !ok {
 			d.fail(k, fp, "unknown key%s", suggest(k.Value, known))
@@ -308,11 +343,24 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 		d.value(val, v.Field(fi), fp)
 	}
 	// Deployment, Pool and Route remember where they were written.
-	if f := v.FieldByName("Line"); f.IsValid() && f.Kind() == reflect.Int {
-		if sf, _ := t.FieldByName("Line"); sf.Tag.Get("yaml") == "-" {
-			f.SetInt(int64(n.Line))
+	if si.line >= 0 {
+		v.Field(si.line).SetInt(int64(n.Line))
+	}
+}
+
+// firstKey finds an earlier key named name among a mapping's preceding
+// key/value nodes: mappings have a handful of keys, so a scan beats a map.
+func firstKey(kvs []*yaml.Node, name string) *yaml.Node {
+	for i := 0; i+1 < len(kvs); i += 2 {
+		k := kvs[i]
+		if k.Kind == yaml.AliasNode && k.Alias != nil {
+			k = k.Alias
+		}
+		if k.Kind == yaml.ScalarNode && k.Value == name {
+			return k
 		}
 	}
+	return nil
 }
 
 func isNull(n *yaml.Node) bool {

@@ -8,8 +8,12 @@ import (
 // after Build, so request handling reads it from many goroutines without
 // locks. Everything it returns points into it and must not be modified.
 type Snapshot struct {
-	cfg         *Config
-	routes      map[string]*ResolvedRoute
+	cfg    *Config
+	routes map[string]*ResolvedRoute // the first route of each model
+	// byModel lists each model's routes in file order: matching is one
+	// map lookup and a scan of that model's few routes, whatever the
+	// table's size.
+	byModel     map[string][]*ResolvedRoute
 	models      []string
 	deployments map[string]*Deployment
 	order       []*Deployment
@@ -32,6 +36,7 @@ func Build(c *Config, file string) (*Snapshot, error) {
 	s := &Snapshot{
 		cfg:         c,
 		routes:      make(map[string]*ResolvedRoute, len(c.Routes)),
+		byModel:     make(map[string][]*ResolvedRoute, len(c.Routes)),
 		deployments: make(map[string]*Deployment, len(c.Deployments)),
 		order:       make([]*Deployment, len(c.Deployments)),
 	}
@@ -44,14 +49,19 @@ func Build(c *Config, file string) (*Snapshot, error) {
 	for i := range c.Pools {
 		pools[c.Pools[i].ID] = &c.Pools[i]
 	}
-	for _, r := range c.Routes {
+	for i := range c.Routes {
+		r := &c.Routes[i]
 		p := pools[r.Pool]
-		rr := &ResolvedRoute{Public: r.Model, Pool: p, Deployments: make([]*Deployment, len(p.Deployments))}
+		rr := &ResolvedRoute{Public: r.Model, Pool: p, Deployments: make([]*Deployment, len(p.Deployments)),
+			Match: normMatch(r.Match), Index: i, Line: r.Line}
 		for i, id := range p.Deployments {
 			rr.Deployments[i] = s.deployments[id]
 		}
-		s.routes[r.Model] = rr
-		s.models = append(s.models, r.Model)
+		if _, ok := s.routes[r.Model]; !ok {
+			s.routes[r.Model] = rr
+			s.models = append(s.models, r.Model)
+		}
+		s.byModel[r.Model] = append(s.byModel[r.Model], rr)
 	}
 	slices.Sort(s.models)
 	return s, nil
@@ -81,10 +91,24 @@ func buildFromData(data []byte, path string) (*Snapshot, error) {
 	return s, nil
 }
 
-// Route resolves a caller-visible model name.
+// Route resolves a caller-visible model name to its first route, for
+// listings; a request is routed by Match.
 func (s *Snapshot) Route(publicModel string) (*ResolvedRoute, bool) {
 	r, ok := s.routes[publicModel]
 	return r, ok
+}
+
+// Match returns the first route for a.Model whose rules a meets. known is
+// false when no route names the model at all (a 404 model_not_found);
+// a nil route with known true means routes exist but none matched.
+func (s *Snapshot) Match(a *Attributes) (rr *ResolvedRoute, known bool) {
+	rs := s.byModel[a.Model]
+	for _, r := range rs {
+		if r.Match.Holds(a) {
+			return r, true
+		}
+	}
+	return nil, len(rs) > 0
 }
 
 // Models lists the public model names, sorted. The slice is the caller's.
@@ -122,6 +146,10 @@ func (c *Config) Clone() *Config {
 			ce := *e
 			n.Pools[i].Equivalence = &ce
 		}
+	}
+	for i := range n.Deployments {
+		t := &n.Deployments[i].Tenants
+		t.Allow, t.Deny = slices.Clone(t.Allow), slices.Clone(t.Deny)
 	}
 	n.Routes = slices.Clone(c.Routes)
 	// lines is shared: it is never modified after decoding.

@@ -10,4 +10,8 @@ type ResolvedRoute struct {
 	Pool   *Pool
 	// Deployments are the pool's deployments, in pool order.
 	Deployments []*Deployment
+	// Match is the route's rules ("*" written as empty).
+	Match RouteMatch
+	// Index is the route's position in the file's routes; Line its line.
+	Index, Line int
 }

@@ -3,7 +3,10 @@
 // immutable Snapshot that request handling reads without locks.
 package catalog
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Config is the file as written. Every field documents its default; zero
 // means "use the default" unless said otherwise.
@@ -14,6 +17,7 @@ type Config struct {
 	Deployments []Deployment `yaml:"deployments"`
 	Pools       []Pool       `yaml:"pools"`
 	Routes      []Route      `yaml:"routes"`
+	Routing     Routing      `yaml:"routing"`
 
 	// lines maps a field path ("deployments[2].base_url") to the line it was
 	// written on, so that validation can point at it. Set by Load/Parse;
@@ -194,9 +198,53 @@ type Deployment struct {
 	// Health tunes the deployment's health tracking; zero fields take the
 	// defaults documented on HealthPolicy.
 	Health HealthPolicy `yaml:"health"`
+	// Residency is where this deployment keeps data (e.g. "eu"). A
+	// request that must stay somewhere is never sent to a deployment
+	// elsewhere, or to one that does not say. Empty: unstated.
+	Residency string `yaml:"residency,omitempty"`
+	// Tenants limits which orgs may use the deployment.
+	Tenants TenantPolicy `yaml:"tenants,omitempty"`
+	// Capabilities says what the deployment can take beyond what its
+	// adapter can express; every one defaults to true.
+	Capabilities Capabilities `yaml:"capabilities,omitempty"`
 
 	// Line is the line of the deployment in its file (set by Load).
 	Line int `yaml:"-"`
+}
+
+// TenantPolicy is a deployment's allow and deny lists of orgs. Deny wins;
+// an empty Allow allows every org not denied.
+type TenantPolicy struct {
+	Allow []string `yaml:"allow,omitempty"`
+	Deny  []string `yaml:"deny,omitempty"`
+}
+
+// Admits reports whether org may use the deployment.
+func (t TenantPolicy) Admits(org string) bool {
+	if slices.Contains(t.Deny, org) {
+		return false
+	}
+	return len(t.Allow) == 0 || slices.Contains(t.Allow, org)
+}
+
+// Capabilities are what a deployment accepts; nil means yes.
+type Capabilities struct {
+	Tools    *bool `yaml:"tools,omitempty"`
+	Images   *bool `yaml:"images,omitempty"`
+	JSONMode *bool `yaml:"json_mode,omitempty"`
+}
+
+// Lacks names the first capability req needs and c says no to; "" if none.
+func (c Capabilities) Lacks(tools, images, json bool) string {
+	switch {
+	case tools && c.Tools != nil && !*c.Tools:
+		return "tools"
+	case images && c.Images != nil && !*c.Images:
+		return "images"
+	case json && c.JSONMode != nil && !*c.JSONMode:
+		return "json_mode"
+	}
+	return ""
 }
 
 // AWSCredentialEnv names the environment variables holding AWS keys.
@@ -325,13 +373,62 @@ type Equivalence struct {
 
 // Route maps a public model name to a pool.
 type Route struct {
-	// Model is the name callers use. Required, unique.
+	// Model is the name callers use: a model name or a tier alias
+	// ("frontier"). Required. Several routes may share it with different
+	// Match rules: the first whose rules all hold serves the request.
 	Model string `yaml:"model"`
+	// Match narrows the route to some requests; empty fields match any.
+	Match RouteMatch `yaml:"match,omitempty"`
 	// Pool is the pool id. Required; must name a pool in the file.
 	Pool string `yaml:"pool"`
 
 	// Line is the line of the route in its file (set by Load).
 	Line int `yaml:"-"`
+}
+
+// RouteMatch is the rules a request must meet for a route to serve it.
+// An empty field (or "*") matches anything. All given fields must hold.
+type RouteMatch struct {
+	// Workload is the request's workload tag (routing.workload_header).
+	Workload string `yaml:"workload,omitempty" json:"workload,omitempty"`
+	// Org and Team are the calling key's.
+	Org  string `yaml:"org,omitempty" json:"org,omitempty"`
+	Team string `yaml:"team,omitempty" json:"team,omitempty"`
+	// Residency is where the request's data must stay: from the calling
+	// key's policy, else the routing.residency_header.
+	Residency string `yaml:"residency,omitempty" json:"residency,omitempty"`
+}
+
+// Any reports whether the match has no rules.
+func (m RouteMatch) Any() bool {
+	return wild(m.Workload) && wild(m.Org) && wild(m.Team) && wild(m.Residency)
+}
+
+func wild(s string) bool { return s == "" || s == "*" }
+
+// Attributes are what routing knows of a request: its public model, and
+// the values match rules and gates read.
+type Attributes struct {
+	Model     string
+	Workload  string
+	Org, Team string
+	Residency string
+}
+
+// Holds reports whether a request with attributes a meets m.
+func (m RouteMatch) Holds(a *Attributes) bool {
+	return (wild(m.Workload) || m.Workload == a.Workload) && (wild(m.Org) || m.Org == a.Org) &&
+		(wild(m.Team) || m.Team == a.Team) && (wild(m.Residency) || m.Residency == a.Residency)
+}
+
+// Routing names the request headers routing reads.
+type Routing struct {
+	// WorkloadHeader carries a request's workload tag. Default
+	// X-Spillway-Workload.
+	WorkloadHeader string `yaml:"workload_header"`
+	// ResidencyHeader carries where a request's data must stay (a key's
+	// own residency wins over it). Default X-Spillway-Residency.
+	ResidencyHeader string `yaml:"residency_header"`
 }
 
 // Duration is a time.Duration written as "1.5s", "200ms", "2m".

@@ -387,16 +387,31 @@ func (c *Config) validatePools(p *problems, deps map[string]int) map[string]int 
 }
 
 func (c *Config) validateRoutes(p *problems, pools map[string]int) {
-	models := map[string]int{}
+	// For each model: the line of a route with the same rules (a duplicate
+	// is never reached), and of a catch-all (no route after it is).
+	type key struct {
+		model string
+		m     RouteMatch
+	}
+	seen := map[key]int{}
+	catchAll := map[string]int{}
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		at := "routes[" + strconv.Itoa(i) + "]"
-		if r.Model == "" {
+		m := normMatch(r.Match)
+		first, dup := seen[key{r.Model, m}]
+		switch {
+		case r.Model == "":
 			p.add(at+".model", r.Line, "required (the model name callers use)")
-		} else if first, dup := models[r.Model]; dup {
+		case dup:
 			p.add(at+".model", r.Line, "duplicate route %q%s", r.Model, firstAt(first))
-		} else {
-			models[r.Model] = r.Line
+		case catchAll[r.Model] > 0:
+			p.add(at, r.Line, "never used: the route for %q at line %d matches every request first (put the narrower route before it)", r.Model, catchAll[r.Model])
+		default:
+			seen[key{r.Model, m}] = max(r.Line, 1)
+			if m.Any() {
+				catchAll[r.Model] = max(r.Line, 1)
+			}
 		}
 		if r.Pool == "" {
 			p.add(at+".pool", r.Line, "required: the route names no pool")
@@ -407,7 +422,26 @@ func (c *Config) validateRoutes(p *problems, pools map[string]int) {
 	if len(c.Routes) == 0 {
 		p.add("routes", 0, "at least one route is required: without one every request is refused")
 	}
+	for _, h := range []struct{ name, v string }{{"workload_header", c.Routing.WorkloadHeader}, {"residency_header", c.Routing.ResidencyHeader}} {
+		if h.v != "" && !headerRE.MatchString(h.v) {
+			p.add("routing."+h.name, 0, "%q is not an HTTP header name", h.v)
+		}
+	}
 }
+
+// normMatch writes "*" as empty, so that two spellings of "any" compare
+// equal.
+func normMatch(m RouteMatch) RouteMatch {
+	for _, f := range []*string{&m.Workload, &m.Org, &m.Team, &m.Residency} {
+		if *f == "*" {
+			*f = ""
+		}
+	}
+	return m
+}
+
+// headerRE is an HTTP header name (RFC 9110 token).
+var headerRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // Warnings returns what is allowed but probably a mistake: a host-funded
 // deployment without a price (never routed: price_unknown), a deployment in

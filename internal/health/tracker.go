@@ -316,6 +316,16 @@ func (d *dep) checkRolling(now time.Time) {
 // last-resort probe per deployment per LastResortEvery; ok is false when
 // none may be probed now.
 func (t *Tracker) LastResort(ids []string) (string, bool) {
+	id, ok := t.ChooseLastResort(ids)
+	if !ok || !t.ClaimLastResort(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// ChooseLastResort is LastResort's choice without spending the probe:
+// what route explain shows, by the same rule.
+func (t *Tracker) ChooseLastResort(ids []string) (string, bool) {
 	now := t.clock.Now()
 	best, bestAt := "", time.Time{}
 	for _, id := range ids {
@@ -334,18 +344,24 @@ func (t *Tracker) LastResort(ids []string) (string, bool) {
 			best, bestAt = id, at
 		}
 	}
-	if best == "" {
-		return "", false
+	return best, best != ""
+}
+
+// ClaimLastResort spends id's last-resort probe: false when another
+// caller spent it since it was chosen.
+func (t *Tracker) ClaimLastResort(id string) bool {
+	d := t.get(id)
+	if d == nil {
+		return true
 	}
-	d := t.get(best)
+	now := t.clock.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	// Re-check under the lock: a concurrent caller may have just probed it.
 	if !d.lastResort.IsZero() && now.Sub(d.lastResort) < d.policy.LastResortEvery {
-		return "", false
+		return false
 	}
 	d.lastResort = now
-	return best, true
+	return true
 }
 
 // Status is one deployment's health as operators see it.

@@ -46,6 +46,22 @@ func Hash(secret string) []byte {
 // New generates a key for org/team, stores it, and returns the secret
 // (shown once) with the stored record.
 func New(ctx context.Context, s Store, org, team string, models []string, now time.Time) (string, *ledger.Key, error) {
+	return NewKey(ctx, s, Spec{Org: org, Team: team, Models: models}, now)
+}
+
+// Spec is what a new key is for.
+type Spec struct {
+	Org, Team string
+	// Models restricts the key to these public models; empty = all.
+	Models []string
+	// Residency keeps the key's requests on deployments there.
+	Residency string
+}
+
+// NewKey generates a key to spec, stores it, and returns the secret
+// (shown once) with the stored record.
+func NewKey(ctx context.Context, s Store, spec Spec, now time.Time) (string, *ledger.Key, error) {
+	org, team, models := spec.Org, spec.Team, spec.Models
 	var raw [24]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", nil, err
@@ -62,6 +78,7 @@ func New(ctx context.Context, s Store, org, team string, models []string, now ti
 		Org:       org,
 		Team:      team,
 		Models:    models,
+		Residency: spec.Residency,
 		CreatedAt: now.UTC(),
 	}
 	if err := s.CreateKey(ctx, k); err != nil {

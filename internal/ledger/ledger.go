@@ -27,7 +27,11 @@ type Key struct {
 	Org    string
 	Team   string
 	// Models restricts the key to these public model names; empty = all.
-	Models    []string
+	Models []string
+	// Residency is where the key's requests' data must stay (e.g. "eu");
+	// routing sends them only to deployments there. Empty: no constraint
+	// (a request header may then name one).
+	Residency string
 	CreatedAt time.Time
 	// RevokedAt is zero while the key is valid.
 	RevokedAt time.Time

@@ -1,71 +1,86 @@
 package route
 
 import (
-	"sync/atomic"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/catalog"
 )
 
-// benchPool is a pool of three deployments of one exact model, as the
-// gateway's selection sees it per request, with filters shaped like the
-// server's: a runtime lookup (eligible), Priced, an adapter capability
-// check (capable) and a health gate reading an atomic per deployment.
-func benchPool(unpricedPrimary bool) (*catalog.ResolvedRoute, []Filter) {
-	price := &catalog.Price{InputPerMTok: 3, OutputPerMTok: 15}
-	ds := []*catalog.Deployment{
-		{ID: "anthropic-direct", Provider: "anthropic", Model: "claude-sonnet-4-5", Funding: catalog.FundingHost, Price: price, MaxOutputTokens: 64000, ContextWindow: 200000},
-		{ID: "bedrock-us", Provider: "bedrock", Model: "us.anthropic.claude-sonnet-4-5-v1:0", Funding: catalog.FundingHost, Price: price, MaxOutputTokens: 64000, ContextWindow: 200000},
-		{ID: "vertex-eu", Provider: "anthropic", Model: "claude-sonnet-4-5@20250929", Funding: catalog.FundingHost, Price: price, MaxOutputTokens: 64000, ContextWindow: 200000},
+// bigConfig is a routing table of routes routes over deps deployments
+// (five per pool), each route to its own model.
+func bigConfig(routes, deps int) []byte {
+	var b strings.Builder
+	b.WriteString("deployments:\n")
+	for i := range deps {
+		fmt.Fprintf(&b, "  - {id: d%d, provider: openai, base_url: \"https://p%d.example\", model: m, price: {input_per_mtok: 1, output_per_mtok: 2}, max_output_tokens: 4096, context_window: 100000}\n", i, i)
 	}
-	if unpricedPrimary {
-		ds[0].Price = nil
-	}
-	rr := &catalog.ResolvedRoute{Public: "claude-sonnet-4-5", Pool: &catalog.Pool{ID: "sonnet"}, Deployments: ds}
-	missing := map[string]string{} // deployment id -> why its runtime is missing
-	healthy := map[string]*atomic.Bool{}
-	for _, d := range ds {
-		healthy[d.ID] = new(atomic.Bool)
-		healthy[d.ID].Store(true)
-	}
-	eligible := func(d *catalog.Deployment, _ *canonical.Request) (string, string) {
-		if why := missing[d.ID]; why != "" {
-			return ReasonCredentialMissing, why
+	b.WriteString("pools:\n")
+	pools := max(deps/5, 1)
+	for p := range pools {
+		fmt.Fprintf(&b, "  - {id: p%d, model: m, deployments: [", p)
+		for j := 0; j < 5 && p*5+j < deps; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "d%d", p*5+j)
 		}
-		return "", ""
+		b.WriteString("], equivalence: {by: t, date: \"2026-01-01\", evidence: e}}\n")
 	}
-	capable := func(d *catalog.Deployment, req *canonical.Request) (string, string) {
-		if d.Provider == "bedrock" && req.ResponseFormat != nil {
-			return ReasonUnsupported, "response_format"
-		}
-		return "", ""
+	b.WriteString("routes:\n")
+	for r := range routes {
+		fmt.Fprintf(&b, "  - {model: model-%d, pool: p%d}\n", r, r%pools)
 	}
-	health := func(d *catalog.Deployment, _ *canonical.Request) (string, string) {
-		if !healthy[d.ID].Load() {
-			return "circuit_open", ""
-		}
-		return "", ""
-	}
-	return rr, []Filter{eligible, Priced, capable, health}
+	return []byte(b.String())
 }
 
-func BenchmarkSelect(b *testing.B) {
-	req := &canonical.Request{Model: "claude-sonnet-4-5", MaxTokens: 1024, Stream: true}
-	for _, tc := range []struct {
-		name     string
-		unpriced bool
-		kept     int
-	}{{"all kept", false, 3}, {"unpriced primary dropped", true, 2}} {
-		b.Run(tc.name, func(b *testing.B) {
-			rr, filters := benchPool(tc.unpriced)
+func buildBig(b testing.TB, routes, deps int) *catalog.Snapshot {
+	cfg, err := catalog.Parse(bigConfig(routes, deps), "big.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := catalog.Build(cfg, "big.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkMake is one request's selection: the same work whatever the
+// size of the routing table (a map lookup, then the matched pool).
+func BenchmarkMake(b *testing.B) {
+	for _, size := range []struct{ routes, deps int }{{1, 5}, {1000, 5000}} {
+		b.Run(fmt.Sprintf("routes=%d,deployments=%d", size.routes, size.deps), func(b *testing.B) {
+			snap := buildBig(b, size.routes, size.deps)
+			model := "model-0"
+			req := &canonical.Request{Model: model, MaxTokens: 1024, Stream: true}
+			in := &Input{Req: req, Attrs: catalog.Attributes{Model: model, Org: "acme", Team: "search"}, InputTokens: 300}
+			h, r := &fakeHealth{}, &fakeReady{}
+			var p Plan
 			b.ReportAllocs()
 			for b.Loop() {
-				s := Select(rr, req, filters...)
-				if len(s.Kept()) != tc.kept {
-					b.Fatal("wrong selection")
+				if MakeInto(&p, snap, in, h, r); len(p.Order) != 5 {
+					b.Fatal("wrong plan")
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkReload is what a reload of a big routing table costs: parse,
+// validate and build the snapshot.
+func BenchmarkReload(b *testing.B) {
+	data := bigConfig(1000, 5000)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		cfg, err := catalog.Parse(data, "big.yaml")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := catalog.Build(cfg, "big.yaml"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

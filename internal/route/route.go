@@ -1,6 +1,9 @@
-// Package route selects the candidate rungs of one request from its route's
-// pool: hard filters first (eligibility is a filter, never a weight), with a
-// reason for every rung kept or dropped so that `route explain` can show it.
+// Package route is spillway's one selection module: given a snapshot, a
+// request's attributes and read-only views of health and the runtime, Make
+// returns the plan (the matched route, every rung kept or dropped with the
+// gate that dropped it, the order, the last-resort rung). The server
+// executes that plan and route explain prints it, from the same call, so
+// the two never disagree. Eligibility is a gate, never a weight.
 package route
 
 import (
@@ -23,44 +26,9 @@ type Candidate struct {
 	// Reason is why the rung was dropped ("" when kept); Detail explains it.
 	Reason string
 	Detail string
-}
-
-// Filter drops a rung for a request by returning a reason (and detail); it
-// returns "" to keep the rung. Filters must be cheap and do no I/O.
-type Filter func(d *catalog.Deployment, req *canonical.Request) (reason, detail string)
-
-// Selection is the ordered candidate list of one request.
-type Selection struct {
-	Route      *catalog.ResolvedRoute
-	Candidates []Candidate
-}
-
-// Select applies filters to the route's deployments, in pool order. The
-// first filter to drop a rung gives the reason.
-func Select(rr *catalog.ResolvedRoute, req *canonical.Request, filters ...Filter) *Selection {
-	s := &Selection{Route: rr, Candidates: make([]Candidate, 0, len(rr.Deployments))}
-	for _, d := range rr.Deployments {
-		c := Candidate{Deployment: d, Kept: true}
-		for _, f := range filters {
-			if reason, detail := f(d, req); reason != "" {
-				c.Kept, c.Reason, c.Detail = false, reason, detail
-				break
-			}
-		}
-		s.Candidates = append(s.Candidates, c)
-	}
-	return s
-}
-
-// Kept returns the kept deployments, in order.
-func (s *Selection) Kept() []*catalog.Deployment {
-	out := make([]*catalog.Deployment, 0, len(s.Candidates))
-	for _, c := range s.Candidates {
-		if c.Kept {
-			out = append(out, c.Deployment)
-		}
-	}
-	return out
+	// Health is true when health, not a gate, dropped the rung: only such
+	// rungs may get a last-resort probe.
+	Health bool
 }
 
 // Priced drops a host-funded rung that has no price or no bounded worst

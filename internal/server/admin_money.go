@@ -23,6 +23,8 @@ type KeyRequest struct {
 	Org    string   `json:"org"`
 	Team   string   `json:"team"`
 	Models []string `json:"models,omitempty"`
+	// Residency keeps the key's requests on deployments there (e.g. "eu").
+	Residency string `json:"residency,omitempty"`
 	Limits
 }
 
@@ -84,6 +86,7 @@ type KeyInfo struct {
 	Org       string     `json:"org"`
 	Team      string     `json:"team"`
 	Models    []string   `json:"models,omitempty"`
+	Residency string     `json:"residency,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
@@ -101,7 +104,7 @@ func CreateKey(ctx context.Context, st ledger.Store, kr *KeyRequest, now time.Ti
 			return nil, err
 		}
 	}
-	secret, k, err := keys.New(ctx, st, kr.Org, kr.Team, kr.Models, now)
+	secret, k, err := keys.NewKey(ctx, st, keys.Spec{Org: kr.Org, Team: kr.Team, Models: kr.Models, Residency: kr.Residency}, now)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +125,7 @@ func ListKeys(ctx context.Context, st ledger.Store) ([]KeyInfo, error) {
 	}
 	out := make([]KeyInfo, 0, len(ks))
 	for _, k := range ks {
-		ki := KeyInfo{ID: k.ID, Prefix: k.Prefix, Org: k.Org, Team: k.Team, Models: k.Models, CreatedAt: k.CreatedAt}
+		ki := KeyInfo{ID: k.ID, Prefix: k.Prefix, Org: k.Org, Team: k.Team, Models: k.Models, Residency: k.Residency, CreatedAt: k.CreatedAt}
 		if !k.RevokedAt.IsZero() {
 			t := k.RevokedAt
 			ki.RevokedAt = &t

@@ -11,6 +11,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/route"
 )
 
 // hdrTokenCount says whether a count is a provider's own ("exact") or the
@@ -59,15 +60,19 @@ func (h *countHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt := s.runtime()
-	rr, ok := rt.snap.Route(req.Model)
-	if !ok {
-		s.writeError(w, c, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model",
-			Message: "the model " + strconv.Quote(req.Model) + " does not exist on this gateway; GET /v1/models lists the models"}, nil)
+	est := budget.EstimateInputTokens(req.InputBytes())
+	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: s.attributes(r, key, req, rt.snap), InputTokens: est}, s.health, rt)
+	if pub := unrouted(pl, req); pub != nil {
+		s.writeError(w, c, pub, nil)
 		return
 	}
+	rr := pl.Route
 	p := &engine.Plan{RequestID: c.id, Model: rr.Pool.Model}
 	tokens, exact, served := 0, false, ""
-	if s.selectRungs(rt, rr, req, p) == nil {
+	// Counting is free: it uses the rungs routing would try now, never a
+	// last-resort probe.
+	if pl.Verdict == route.Planned {
+		rt.plan(pl.Order, p, false)
 		for i := range p.Rungs {
 			rg := &p.Rungs[i]
 			counter, ok := rg.Adapter.(provider.TokenCounter)
@@ -85,7 +90,7 @@ func (h *countHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !exact {
-		tokens = budget.EstimateInputTokens(req.InputBytes())
+		tokens = est
 	}
 	hd := w.Header()
 	hd.Set(hdrModel, rr.Pool.Model)

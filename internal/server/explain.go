@@ -5,24 +5,41 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
+	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/health"
+	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/route"
 )
 
 // Explanation is the body of the route explain endpoint: the matched
 // route, every rung kept or dropped and why, and the final order.
 type Explanation struct {
-	Model      string          `json:"model"`
-	ExactModel string          `json:"exact_model"`
-	Pool       string          `json:"pool"`
-	Rungs      []ExplainedRung `json:"rungs"`
+	Model      string `json:"model"`
+	ExactModel string `json:"exact_model,omitempty"`
+	Pool       string `json:"pool,omitempty"`
+	// Route is the matched route: its place in the file and its rules.
+	Route *ExplainedRoute `json:"route,omitempty"`
+	// Verdict is planned, last_resort, unknown_model, no_matching_route
+	// or no_rungs.
+	Verdict string          `json:"verdict"`
+	Rungs   []ExplainedRung `json:"rungs"`
 	// Order is the deployments that would be tried, in order.
 	Order []string `json:"order"`
 	// LastResort names the rung a last-resort probe would go to when
 	// health skipped every rung; empty otherwise.
 	LastResort string `json:"last_resort,omitempty"`
+}
+
+// ExplainedRoute is the route a request matched.
+type ExplainedRoute struct {
+	Index int                `json:"index"`
+	Line  int                `json:"line,omitempty"`
+	Match catalog.RouteMatch `json:"match"`
 }
 
 // ExplainedRung is one deployment of the pool.
@@ -78,36 +95,51 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt := s.runtime()
-	rr, ok := rt.snap.Route(req.Model)
-	if !ok {
+	// The attributes a caller's key and headers would give, as query
+	// parameters: explain is asked by an operator, not by the tenant.
+	q := r.URL.Query()
+	key := &ledger.Key{Org: q.Get("org"), Team: q.Get("team"), Residency: q.Get("residency")}
+	hr := r.Clone(r.Context())
+	hr.Header = r.Header.Clone()
+	rc := &rt.snap.Config().Routing
+	if v := q.Get("workload"); v != "" {
+		hr.Header.Set(rc.WorkloadHeader, v)
+	}
+	attrs := s.attributes(hr, key, req, rt.snap)
+	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: attrs, InputTokens: budget.EstimateInputTokens(req.InputBytes())}, s.health, rt)
+	if pl.Verdict == route.UnknownModel {
 		writeJSONError(w, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model", Message: "no route for model " + strconv.Quote(req.Model)})
 		return
 	}
-	sel := route.Select(rr, req, rt.eligible, route.Priced, rt.capable, s.healthFilter)
-	ex := Explanation{Model: req.Model, ExactModel: rr.Pool.Model, Pool: rr.Pool.ID, Order: []string{}}
-	for _, c := range sel.Candidates {
-		st, _ := s.health.Status(c.Deployment.ID, s.opts.Now())
-		ex.Rungs = append(ex.Rungs, ExplainedRung{Deployment: c.Deployment.ID, Provider: c.Deployment.Provider,
-			Kept: c.Kept, Reason: c.Reason, Detail: c.Detail, Health: string(st.State)})
-		if c.Kept {
-			ex.Order = append(ex.Order, c.Deployment.ID)
-		}
-	}
-	if len(ex.Order) == 0 {
-		// Say where a last-resort probe would go without spending one.
-		best, bestWait := "", int64(-1)
-		for _, c := range sel.Candidates {
-			if isHealthSkip(c.Reason) {
-				wait, _ := s.health.Wait(c.Deployment.ID)
-				if bestWait < 0 || int64(wait) < bestWait {
-					best, bestWait = c.Deployment.ID, int64(wait)
-				}
-			}
-		}
-		ex.LastResort = best
-	}
+	ex := explain(pl, req.Model, s.health, s.opts.Now())
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(ex)
+}
+
+// verdictNames are the Explanation.Verdict values.
+var verdictNames = map[route.Verdict]string{route.Planned: "planned", route.LastResort: "last_resort",
+	route.UnknownModel: "unknown_model", route.NoMatchingRoute: "no_matching_route", route.NoRungs: "no_rungs"}
+
+// explain renders a plan: exactly what the server would execute.
+func explain(pl *route.Plan, model string, h *health.Tracker, now time.Time) Explanation {
+	ex := Explanation{Model: model, Verdict: verdictNames[pl.Verdict], Rungs: []ExplainedRung{}, Order: []string{}}
+	if rr := pl.Route; rr != nil {
+		ex.ExactModel, ex.Pool = rr.Pool.Model, rr.Pool.ID
+		ex.Route = &ExplainedRoute{Index: rr.Index, Line: rr.Line, Match: rr.Match}
+	}
+	for _, c := range pl.Candidates {
+		st, _ := h.Status(c.Deployment.ID, now)
+		ex.Rungs = append(ex.Rungs, ExplainedRung{Deployment: c.Deployment.ID, Provider: c.Deployment.Provider,
+			Kept: c.Kept, Reason: c.Reason, Detail: c.Detail, Health: string(st.State)})
+	}
+	for _, d := range pl.Order {
+		if pl.Verdict == route.LastResort {
+			ex.LastResort = d.ID
+		} else {
+			ex.Order = append(ex.Order, d.ID)
+		}
+	}
+	return ex
 }

@@ -109,12 +109,14 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt := s.runtime()
-	rr, ok := rt.snap.Route(req.Model)
-	if !ok {
-		s.writeError(w, c, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model",
-			Message: "the model " + strconv.Quote(req.Model) + " does not exist on this gateway; GET /v1/models lists the models"}, nil)
+	// The routing decision, by the call route explain makes too.
+	c.inputEst = budget.EstimateInputTokens(req.InputBytes())
+	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: s.attributes(r, key, req, rt.snap), InputTokens: c.inputEst}, s.health, rt)
+	if pub := unrouted(pl, req); pub != nil {
+		s.writeError(w, c, pub, nil)
 		return
 	}
+	rr := pl.Route
 	if rr.Pool.Embeddings() != (req.Embed != nil) {
 		what := "a chat model: call it through /v1/chat/completions, /v1/responses or /v1/messages"
 		if rr.Pool.Embeddings() {
@@ -168,7 +170,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// 4. Select the rungs, then 5. reserve the worst case once.
-	if pub := s.selectRungs(rt, rr, req, p); pub != nil {
+	if pub := s.selectRungs(rt, pl, p); pub != nil {
 		s.writeError(w, c, pub, nil)
 		s.finishIdempotency(c, pub.Status, false, false)
 		return
@@ -276,24 +278,53 @@ func (s *Server) authenticate(r *http.Request) (*ledger.Key, *failure.Public) {
 		Message: "the gateway could not check the key; retry shortly"}
 }
 
-// selectRungs fills p with the rungs to try: eligible, priced, capable and
-// healthy ones in pool order, or one last-resort probe when health skipped
-// them all. It returns the caller's error when no rung can serve.
-func (s *Server) selectRungs(rt *runtime, rr *catalog.ResolvedRoute, req *canonical.Request, p *engine.Plan) *failure.Public {
-	sel := route.Select(rr, req, rt.eligible, route.Priced, rt.capable, s.healthFilter)
-	if kept := sel.Kept(); len(kept) > 0 {
-		rt.plan(kept, p, false)
+// selectRungs executes a plan's rung choice: its order, or its one
+// last-resort probe once claimed. It returns the caller's error when no
+// rung can serve.
+func (s *Server) selectRungs(rt *runtime, pl *route.Plan, p *engine.Plan) *failure.Public {
+	switch pl.Verdict {
+	case route.Planned:
+		rt.plan(pl.Order, p, false)
 		return nil
+	case route.LastResort:
+		if s.health.ClaimLastResort(pl.Order[0].ID) {
+			rt.plan(pl.Order, p, true)
+			return nil
+		}
+		// Another request spent the probe since the plan was made.
 	}
-	d, pub := s.lastResort(sel)
-	if d != nil {
-		rt.plan([]*catalog.Deployment{d}, p, true)
-		return nil
-	}
-	if pub != nil {
+	if pub := s.healthWait(pl); pub != nil {
 		return pub
 	}
-	return noRungs(sel)
+	return noRungs(pl)
+}
+
+// unrouted is the caller's error for a plan that matched no route.
+func unrouted(pl *route.Plan, req *canonical.Request) *failure.Public {
+	switch pl.Verdict {
+	case route.UnknownModel:
+		return &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model",
+			Message: "the model " + strconv.Quote(req.Model) + " does not exist on this gateway; GET /v1/models lists the models"}
+	case route.NoMatchingRoute:
+		return &failure.Public{Status: http.StatusNotFound, Code: "no_matching_route", Param: "model",
+			Message: "no route for the model " + strconv.Quote(req.Model) + " matches this request (its workload, team or residency); see the gateway's route explain"}
+	}
+	return nil
+}
+
+// attributes are what routing reads of a request: its model, the key's
+// org and team, the workload tag and the residency (the key's own wins
+// over the header's).
+func (s *Server) attributes(r *http.Request, key *ledger.Key, req *canonical.Request, snap *catalog.Snapshot) catalog.Attributes {
+	rc := &snap.Config().Routing
+	a := catalog.Attributes{Model: req.Model, Workload: r.Header.Get(rc.WorkloadHeader), Residency: r.Header.Get(rc.ResidencyHeader)}
+	if key != nil {
+		a.Org, a.Team = key.Org, key.Team
+		if key.Residency != "" {
+			a.Residency = key.Residency
+		}
+	}
+	return a
 }
 
 // publicOf is what the caller is told about a failed result.
@@ -306,9 +337,9 @@ func publicOf(res *engine.Result) *failure.Public {
 	return res.Err.ToPublic()
 }
 
-// eligible drops rungs whose runtime could not be built (no adapter, no
-// credential).
-func (rt *runtime) eligible(d *catalog.Deployment, _ *canonical.Request) (string, string) {
+// Missing says why a deployment's runtime cannot be called (no adapter,
+// no credential); route.Readiness.
+func (rt *runtime) Missing(d *catalog.Deployment) (string, string) {
 	tpl := rt.rungs[d.ID]
 	if tpl == nil || tpl.missing == "" {
 		return "", ""
@@ -319,37 +350,38 @@ func (rt *runtime) eligible(d *catalog.Deployment, _ *canonical.Request) (string
 	return route.ReasonCredentialMissing, tpl.missing
 }
 
-// capable drops rungs whose adapter cannot express the request faithfully.
-func (rt *runtime) capable(d *catalog.Deployment, req *canonical.Request) (string, string) {
+// Unsupported says what of req the deployment's adapter cannot express
+// faithfully; route.Readiness.
+func (rt *runtime) Unsupported(d *catalog.Deployment, req *canonical.Request) string {
 	tpl := rt.rungs[d.ID]
 	if tpl == nil || tpl.adapter == nil {
-		return "", ""
+		return ""
 	}
 	if ch, ok := tpl.adapter.(provider.Checker); ok {
 		if err := ch.Check(req); err != nil {
-			return route.ReasonUnsupported, err.Error()
+			return err.Error()
 		}
 	}
-	return "", ""
+	return ""
 }
 
 // noRungs explains why no rung can serve: the caller learns the model exists
-// but is not servable now, never which credential is missing.
-func noRungs(sel *route.Selection) *failure.Public {
-	reasons := map[string]bool{}
-	for _, c := range sel.Candidates {
-		reasons[c.Reason] = true
-	}
-	switch {
-	case len(reasons) == 1 && reasons[route.ReasonUnsupported]:
-		msg := "no provider of this model supports this request"
-		if len(sel.Candidates) > 0 {
-			msg += ": " + sel.Candidates[0].Detail
+// but is not servable now, and which gate stood in the way when it is the
+// caller's to change, never which credential is missing.
+func noRungs(pl *route.Plan) *failure.Public {
+	reasons := pl.Reasons()
+	if len(reasons) == 1 {
+		switch r := reasons[0]; r {
+		case route.ReasonUnsupported, route.ReasonContext, route.ReasonMaxOutput:
+			return &failure.Public{Status: http.StatusBadRequest, Code: "unsupported_request",
+				Message: "no provider of this model supports this request: " + pl.Detail(r)}
+		case route.ReasonResidency, route.ReasonTenant:
+			return &failure.Public{Status: http.StatusForbidden, Code: "no_eligible_deployment",
+				Message: "no provider of this model may serve this request: " + pl.Detail(r)}
+		case route.ReasonPriceUnknown:
+			return &failure.Public{Status: http.StatusServiceUnavailable, Code: "price_unknown",
+				Message: "no provider of this model can be priced for this request, so its cost cannot be bounded; set max_tokens or ask the gateway operator to price the model"}
 		}
-		return &failure.Public{Status: http.StatusBadRequest, Code: "unsupported_request", Message: msg}
-	case len(reasons) == 1 && reasons[route.ReasonPriceUnknown]:
-		return &failure.Public{Status: http.StatusServiceUnavailable, Code: "price_unknown",
-			Message: "no provider of this model can be priced for this request, so its cost cannot be bounded; set max_tokens or ask the gateway operator to price the model"}
 	}
 	return &failure.Public{Status: http.StatusServiceUnavailable, Code: "no_eligible_deployment",
 		Message: "no provider of this model is available for this request; see the gateway's route explain"}

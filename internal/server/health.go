@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/failure"
@@ -30,16 +29,7 @@ func (g healthGate) Admit(r *engine.Rung) (func(*engine.Attempt), string) {
 	}, ""
 }
 
-// healthFilter skips rungs that are open, throttled, suppressed or cooling
-// down: they cost no dial and no latency.
-func (s *Server) healthFilter(d *catalog.Deployment, _ *canonical.Request) (string, string) {
-	if ok, why := s.health.Check(d.ID); !ok {
-		return why, "deployment health"
-	}
-	return "", ""
-}
-
-// isHealthSkip reports whether a selection reason comes from health.
+// isHealthSkip reports whether a plan's drop reason comes from health.
 func isHealthSkip(reason string) bool {
 	switch reason {
 	case health.SkipCircuitOpen, health.SkipThrottled, health.SkipSuppressed, health.SkipCooldown, health.SkipProbeInFlight:
@@ -48,26 +38,19 @@ func isHealthSkip(reason string) bool {
 	return false
 }
 
-// lastResort is called when health skipped every otherwise eligible rung: a
-// model never fails purely on circuit state, so one bounded probe goes to
-// the rung most likely to have recovered. It returns that rung's deployment,
-// or the error to send when no probe is allowed now.
-func (s *Server) lastResort(sel *route.Selection) (*catalog.Deployment, *failure.Public) {
+// healthWait is the error for a plan whose rungs health alone refused and
+// whose last-resort probe is not allowed now: when to come back. Nil when
+// some rung was dropped by a gate instead.
+func (s *Server) healthWait(pl *route.Plan) *failure.Public {
 	var ids []string
-	byID := map[string]*catalog.Deployment{}
-	for _, c := range sel.Candidates {
+	for _, c := range pl.Candidates {
 		if isHealthSkip(c.Reason) {
 			ids = append(ids, c.Deployment.ID)
-			byID[c.Deployment.ID] = c.Deployment
 		}
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return nil
 	}
-	if id, ok := s.health.LastResort(ids); ok {
-		return byID[id], nil
-	}
-	// No probe allowed right now: say when to come back.
 	wait, throttledOnly := time.Duration(0), true
 	for i, id := range ids {
 		w, only := s.health.Wait(id)
@@ -80,10 +63,10 @@ func (s *Server) lastResort(sel *route.Selection) (*catalog.Deployment, *failure
 		wait = time.Second
 	}
 	if throttledOnly {
-		return nil, &failure.Public{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", RetryAfter: wait,
+		return &failure.Public{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", RetryAfter: wait,
 			Message: "every provider of this model is rate limiting; retry after the delay in the Retry-After header"}
 	}
-	return nil, &failure.Public{Status: http.StatusServiceUnavailable, Code: "no_healthy_deployment", RetryAfter: wait,
+	return &failure.Public{Status: http.StatusServiceUnavailable, Code: "no_healthy_deployment", RetryAfter: wait,
 		Message: "every provider of this model is failing right now; retry after the delay in the Retry-After header"}
 }
 

@@ -72,26 +72,37 @@ func TestImpossibleUsage(t *testing.T) {
 	}
 }
 
-// max_tokens above a deployment's output cap is sent capped (the
-// reservation covered only the cap), and a provider that ignores the
-// limit it was sent is cut there, the answer ending as max_tokens, and
-// billed no more than the limit.
+// max_tokens above a deployment's output cap is a gate (as the providers
+// themselves refuse it): that rung is dropped, a rung that can honour it
+// serves, and when none can the caller gets a 400 and nothing is sent or
+// reserved. A provider that ignores the limit it was sent is cut there,
+// the answer ending as max_tokens, and billed no more than the limit.
 func TestOutputLimits(t *testing.T) {
 	capture := &captureTransport{}
 	h := newHarnessOpts(t, func(c *catalog.Config) { c.Deployments[0].MaxOutputTokens = 40 },
 		func(o *server.Options) {
-			o.Transport = func(_ *catalog.Deployment, base http.RoundTripper) http.RoundTripper {
+			o.Transport = func(d *catalog.Deployment, base http.RoundTripper) http.RoundTripper {
+				if d.ID != "primary" {
+					return base
+				}
 				capture.base = base
 				return capture
 			}
-		}, rungSpec{"primary", "openai"})
+		}, rungSpec{"primary", "openai"}, rungSpec{"secondary", "openai"})
+	p := hello()
+	p.MaxCompletionTokens = openai.Int(100)
+	r := chat(t, h, false, p)
+	if r.err != nil || hdr(r.resp, "X-Spillway-Trail") != "secondary=ok" || capture.body() != "" {
+		t.Fatalf("max_tokens 100 over a cap of 40: err %v trail %q; primary sent %q", r.err, hdr(r.resp, "X-Spillway-Trail"), capture.body())
+	}
 	resp, err := h.post("/v1/chat/completions", `{"model":"`+publicModel+`","max_completion_tokens":2147483647,"messages":[{"role":"user","content":"hi"}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(capture.body(), `"max_completion_tokens":40`) {
-		t.Fatalf("sent upstream: %s", capture.body())
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "unsupported_request") || !strings.Contains(string(b), "output cap of 40") || capture.body() != "" {
+		t.Fatalf("max_tokens past every cap: %d %s; primary sent %q", resp.StatusCode, b, capture.body())
 	}
 	h.fault("primary", "tokens=5000;ignore_limit")
 	for _, stream := range []bool{false, true} {
@@ -108,6 +119,9 @@ func TestOutputLimits(t *testing.T) {
 		if row.out > 20 || row.cost > h.costOf("primary", row.in, 0, 20) {
 			t.Errorf("stream %v: billed %+v past the limit of 20", stream, row)
 		}
+	}
+	if !strings.Contains(capture.body(), `"max_completion_tokens":20`) {
+		t.Errorf("sent upstream: %s", capture.body())
 	}
 }
 

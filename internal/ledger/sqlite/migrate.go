@@ -14,11 +14,11 @@ import (
 // content-free by contract (a test checks every column against an
 // allowlist). Times are INTEGER microseconds since the Unix epoch, UTC.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3, migration4}
+	return [...]string{migration1, migration2, migration3, migration4, migration5}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4})
+const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5})
 
 // migration1: the tables.
 const migration1 = `
@@ -131,6 +131,11 @@ CREATE TABLE admin_keys (
 	created_at  INTEGER NOT NULL,
 	revoked_at  INTEGER                 -- NULL while the key is valid
 );
+`
+
+// migration5: a key's residency, which routing enforces.
+const migration5 = `
+ALTER TABLE keys ADD COLUMN residency TEXT NOT NULL DEFAULT '';
 `
 
 // migrate applies every migration past the database's version, each in its

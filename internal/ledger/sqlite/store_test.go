@@ -171,7 +171,7 @@ func TestSchemaIsContentFree(t *testing.T) {
 	s := openTemp(t)
 	allowed := map[string][]string{
 		"schema_migrations": {"version", "applied_at"},
-		"keys":              {"id", "hash", "prefix", "org", "team", "models", "created_at", "revoked_at"},
+		"keys":              {"id", "hash", "prefix", "org", "team", "models", "created_at", "revoked_at", "residency"},
 		"admin_keys":        {"id", "hash", "prefix", "created_at", "revoked_at"},
 		"budgets":           {"scope", "id", "credit_micro_usd", "daily_cap_micro_usd", "rpm", "tpm", "updated_at"},
 		"reservations": {"request_id", "key_id", "org", "team", "public_model", "amount_micro", "created_at",
