@@ -34,4 +34,3 @@ func TestPriced(t *testing.T) {
 		})
 	}
 }
-
