@@ -111,6 +111,10 @@ func (s *Snapshot) Match(a *Attributes) (rr *ResolvedRoute, known bool) {
 	return nil, len(rs) > 0
 }
 
+// Version is the snapshot's file version (the first 12 hex digits of its
+// SHA-256); "" for a config built in code.
+func (s *Snapshot) Version() string { return Version(s.sum) }
+
 // Models lists the public model names, sorted. The slice is the caller's.
 func (s *Snapshot) Models() []string { return slices.Clone(s.models) }
 

@@ -30,6 +30,8 @@ const (
 	hdrDeployment = "X-Spillway-Deployment"
 	hdrAttempts   = "X-Spillway-Attempts"
 	hdrTrail      = "X-Spillway-Trail"
+	// hdrConfig names the routing table's version (its file's short hash).
+	hdrConfig = "X-Spillway-Config"
 )
 
 // generateHandler serves one generation endpoint in one dialect.
@@ -109,6 +111,10 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt := s.runtime()
+	if v := rt.snap.Version(); v != "" {
+		// Which routing table served: a split rollout is visible per answer.
+		w.Header().Set(hdrConfig, v)
+	}
 	// The routing decision, by the call route explain makes too.
 	c.inputEst = budget.EstimateInputTokens(req.InputBytes())
 	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: s.attributes(r, key, req, rt.snap), InputTokens: c.inputEst}, s.health, rt)
