@@ -12,17 +12,27 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
 )
 
-const checkUsage = `usage: spillway check <config.yaml>
+const checkUsage = `usage: spillway check [--evidence-dir DIR] <config.yaml>
 
 Reads the config as "serve" would, and prints every error and warning
-(file:line: field: message), then a summary. Exit status: 0 when the config
-would be served, 1 when it has errors, 2 on wrong usage.
+(file:line: field: message), then a summary. A pool's certification older
+than its equivalence.max_age (default 90d) is a warning.
+
+With --evidence-dir, each certification that cites an eval report
+(equivalence.evidence: sha256:<hex>, as spillway eval prints it) is
+verified against DIR/<hex>.json: a report that is missing, altered, of other
+deployments or with a case that did not pass is an error; evidence that
+cites no report is a warning.
+
+Exit status: 0 when the config would be served (and its cited evidence
+holds), 1 when it has errors, 2 on wrong usage.
 `
 
 // checkExit is check's exit status as an error, for run: check has printed
@@ -49,10 +59,13 @@ func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lo
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, checkUsage) }
-	if err := fs.Parse(args); err != nil {
+	evidenceDir := fs.String("evidence-dir", "", "verify the eval reports pools cite (sha256:<hex>) against DIR/<hex>.json")
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		fmt.Fprintf(stderr, "spillway check: %v\n", err)
+		fmt.Fprint(stderr, checkUsage)
 		return 2
 	}
 	if fs.NArg() != 1 {
@@ -69,6 +82,11 @@ func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lo
 	cfg, errs, warns := catalog.Check(data, path, catalog.WithLookupEnv(lookupEnv))
 	if cfg != nil {
 		warns = append(warns, cfg.MissingCredentials(path, lookupEnv)...)
+		warns = append(warns, cfg.DueCertifications(path, time.Now())...)
+		if *evidenceDir != "" {
+			e, w := verifyEvidence(cfg, path, *evidenceDir)
+			errs, warns = append(errs, e...), append(warns, w...)
+		}
 	}
 	errs, warns = hideSecrets(data, path, cfg, errs, warns)
 	for _, p := range errs {

@@ -19,7 +19,8 @@ const usage = `spillway: an LLM gateway that fails over without surprises
 
 usage:
   spillway serve  [--config FILE] [--listen ADDR] [--mocks]   run the gateway (--mocks: with built-in mock providers)
-  spillway check  FILE                             validate a config, print every problem with its line
+  spillway check  [--evidence-dir DIR] FILE        validate a config, print every problem with its line
+                                                   (and verify the eval reports pools cite)
   spillway mock   --kind openai|anthropic|bedrock|gemini [--listen ADDR] [--fault SCRIPT]
                                                    run one fault-injecting mock provider
   spillway demo   [--config FILE]                  mocks + gateway + traffic; take the primary down mid-run
@@ -27,6 +28,8 @@ usage:
                                                    seeded chaos run; fails on a broken invariant
   spillway bench  [--duration D] [--concurrency 32,128] [--pin ...] [--json FILE]
                                                    CPU, latency, RSS: mock vs bare proxy vs spillway
+  spillway eval   --pool P --golden FILE.jsonl [--json FILE] [--evidence-dir DIR] [--mocks]
+                                                   run a golden set on every deployment of a pool: evidence hash
   spillway health [--url URL]                      a running gateway's deployment health (SPILLWAY_ADMIN_KEY)
   spillway explain --model M [--max-tokens N] [--url URL]
                                                    how a running gateway would route a request (SPILLWAY_ADMIN_KEY)
@@ -57,6 +60,7 @@ var commands = map[string]struct {
 	"bench":   {run: runBench},
 	"health":  {run: runHealth},
 	"explain": {run: runExplain},
+	"eval":    {run: runEval},
 	"keys":    {run: runKeys, subs: keysSubs},
 	"budgets": {run: runBudgets, subs: budgetsSubs},
 	"usage":   {run: runUsage},

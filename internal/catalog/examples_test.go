@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// Every shipped example loads with no error and no warning: they are what
-// a new user copies.
+// Every shipped example config loads with no error and no warning: they
+// are what a new user copies.
 func TestExamples(t *testing.T) {
-	paths, err := filepath.Glob("../../examples/*")
+	paths, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

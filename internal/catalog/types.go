@@ -367,8 +367,13 @@ type Equivalence struct {
 	// Date is when, YYYY-MM-DD. Required.
 	Date string `yaml:"date"`
 	// Evidence is a hash or reference to the evidence (e.g. an eval run).
-	// Required.
+	// Required. "sha256:<hex>", as spillway eval prints it, names a report
+	// that spillway check --evidence-dir verifies.
 	Evidence string `yaml:"evidence"`
+	// MaxAge is how old the certification may grow before spillway check
+	// warns that it is due again: days ("90d") or a Go duration. Zero (the
+	// default) means DefaultCertificationMaxAge, 90 days.
+	MaxAge Age `yaml:"max_age,omitempty"`
 }
 
 // Route maps a public model name to a pool.
