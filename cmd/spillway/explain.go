@@ -28,6 +28,7 @@ SPILLWAY_ADMIN_KEY set to the gateway's admin key.`, stderr)
 	base := fs.String("url", defaultGatewayURL, "the gateway's base URL (http:// is assumed when no scheme is given)")
 	model := fs.String("model", "", "the public model name (required)")
 	maxTokens := fs.Int("max-tokens", 0, "the request's max_tokens (0 = unset)")
+	priority := fs.String("priority", "", "the request's priority, for a route that sheds (low, normal, high, critical; default normal)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -44,6 +45,9 @@ SPILLWAY_ADMIN_KEY set to the gateway's admin key.`, stderr)
 	if *maxTokens > 0 {
 		q.Set("max_tokens", strconv.Itoa(*maxTokens))
 	}
+	if *priority != "" {
+		q.Set("priority", *priority)
+	}
 	var ex server.Explanation
 	if err := adminGet(ctx, *base, "/v1/admin/explain?"+q.Encode(), &ex); err != nil {
 		return err
@@ -56,6 +60,9 @@ SPILLWAY_ADMIN_KEY set to the gateway's admin key.`, stderr)
 		if !r.Kept {
 			decision = "dropped: " + r.Reason
 		}
+		if r.ModelChange != "" {
+			decision += " (serves " + r.ModelChange + ")"
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i, r.Deployment, r.Provider, r.Health, decision, orDash(r.Detail))
 	}
 	_ = tw.Flush()
@@ -63,10 +70,22 @@ SPILLWAY_ADMIN_KEY set to the gateway's admin key.`, stderr)
 		fmt.Fprintf(stdout, "\norder: %s\n", strings.Join(ex.Order, " -> "))
 	} else if ex.LastResort != "" {
 		fmt.Fprintf(stdout, "\nno rung is healthy: one last-resort probe would go to %s\n", ex.LastResort)
-	} else {
+	} else if ex.Shed == nil {
 		fmt.Fprintln(stdout, "\nno rung can serve this request")
 	}
+	printRouteOptions(stdout, &ex)
 	return nil
+}
+
+// printRouteOptions says what an exercise turn or a shed rule decided.
+func printRouteOptions(w io.Writer, ex *server.Explanation) {
+	if ex.Exercise != "" {
+		fmt.Fprintf(w, "exercise: this request goes to %s first, to keep its failover path exercised\n", ex.Exercise)
+	}
+	if sh := ex.Shed; sh != nil {
+		fmt.Fprintf(w, "\nshed: %s is past %.0f%% of its quota (%d requests, %d tokens in the last minute; quota %d rpm, %d tpm): %s priority is refused below %s\n",
+			sh.Deployment, 100*sh.At, sh.Requests, sh.Tokens, sh.RPM, sh.TPM, sh.Priority, sh.Below)
+	}
 }
 
 // defaultGatewayURL is where health and explain look for the gateway.

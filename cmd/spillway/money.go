@@ -151,6 +151,7 @@ key's own (key scope); --models restricts it to models the config routes.`, stde
 	team := fs.String("team", "", "the key's team (required)")
 	models := fs.String("models", "", "comma-separated public model names the key may call (default: all)")
 	residency := fs.String("residency", "", "where the key's requests' data must stay (e.g. eu): routed only to deployments with that residency")
+	priority := fs.String("priority", "", "the key's requests' priority when a route sheds (low, normal, high, critical), and the most a request may claim in its priority header (default normal)")
 	lim := addLimitFlags(fs, "budget-usd")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -161,7 +162,10 @@ key's own (key scope); --models restricts it to models the config routes.`, stde
 	if *org == "" || *team == "" {
 		return usageErrorf("--org and --team are required")
 	}
-	kr := &server.KeyRequest{Org: *org, Team: *team, Residency: *residency, Limits: lim.limits(fs, "budget-usd")}
+	if _, ok := catalog.ParsePriority(*priority); !ok {
+		return usageErrorf("--priority %q is not one of %s", *priority, strings.Join(catalog.PriorityNames[:], ", "))
+	}
+	kr := &server.KeyRequest{Org: *org, Team: *team, Residency: *residency, Priority: *priority, Limits: lim.limits(fs, "budget-usd")}
 	if *models != "" {
 		for m := range strings.SplitSeq(*models, ",") {
 			if m = strings.TrimSpace(m); m != "" {

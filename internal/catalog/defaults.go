@@ -68,6 +68,7 @@ func (c *Config) ApplyDefaults() {
 	for i := range c.Pools {
 		setDefault(&c.Pools[i].Kind, PoolChat)
 	}
+	c.applyRouteDefaults()
 }
 
 func setDefault[T comparable](p *T, def T) {

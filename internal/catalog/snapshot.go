@@ -57,6 +57,7 @@ func Build(c *Config, file string) (*Snapshot, error) {
 		for i, id := range p.Deployments {
 			rr.Deployments[i] = s.deployments[id]
 		}
+		s.resolveRouteOptions(rr, r, pools)
 		if _, ok := s.routes[r.Model]; !ok {
 			s.routes[r.Model] = rr
 			s.models = append(s.models, r.Model)

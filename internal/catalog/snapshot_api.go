@@ -14,4 +14,15 @@ type ResolvedRoute struct {
 	Match RouteMatch
 	// Index is the route's position in the file's routes; Line its line.
 	Index, Line int
+	// Fallback is the pool of another exact model tried after Deployments
+	// (nil: none); FallbackDeployments its deployments, in pool order.
+	Fallback            *Pool
+	FallbackDeployments []*Deployment
+	// Exercise is the share of eligible requests sent to a secondary
+	// rung first (0: none).
+	Exercise float64
+	// Shed is the route's shedding rule (zero: none); ShedBelow its
+	// lowest protected priority.
+	Shed      Shed
+	ShedBelow Priority
 }

@@ -207,6 +207,9 @@ type Deployment struct {
 	// Capabilities says what the deployment can take beyond what its
 	// adapter can express; every one defaults to true.
 	Capabilities Capabilities `yaml:"capabilities,omitempty"`
+	// Quota is the rate provisioned at the provider, which a route's shed
+	// rule protects. Zero: none declared (never shed on this rung).
+	Quota Quota `yaml:"quota,omitempty"`
 
 	// Line is the line of the deployment in its file (set by Load).
 	Line int `yaml:"-"`
@@ -386,6 +389,17 @@ type Route struct {
 	Match RouteMatch `yaml:"match,omitempty"`
 	// Pool is the pool id. Required; must name a pool in the file.
 	Pool string `yaml:"pool"`
+	// Fallback is a pool of another exact model, tried after every rung
+	// of Pool, only with allow_model_change: true. Zero: none (no request
+	// is ever served by another model).
+	Fallback RouteFallback `yaml:"fallback,omitempty"`
+	// Exercise is the share (0 to 0.2) of the route's eligible requests
+	// (two kept rungs or more) sent to a secondary rung first, in turn,
+	// so that failover paths stay warm and measured. Default 0: none.
+	Exercise float64 `yaml:"exercise,omitempty"`
+	// Shed refuses requests below a priority while the rung they would
+	// go to is past a share of its quota. Zero: nothing is shed.
+	Shed Shed `yaml:"shed,omitempty"`
 
 	// Line is the line of the route in its file (set by Load).
 	Line int `yaml:"-"`
@@ -434,6 +448,9 @@ type Routing struct {
 	// ResidencyHeader carries where a request's data must stay (a key's
 	// own residency wins over it). Default X-Spillway-Residency.
 	ResidencyHeader string `yaml:"residency_header"`
+	// PriorityHeader carries a request's priority (low, normal, high,
+	// critical), at most its key's own. Default X-Spillway-Priority.
+	PriorityHeader string `yaml:"priority_header"`
 }
 
 // Duration is a time.Duration written as "1.5s", "200ms", "2m".

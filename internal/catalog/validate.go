@@ -57,6 +57,7 @@ func (c *Config) Validate(file string) Problems {
 	deps := c.validateDeployments(p)
 	pools := c.validatePools(p, deps)
 	c.validateRoutes(p, pools)
+	c.validateRouteOptions(p)
 	p.ps.sortByLine()
 	return p.ps
 }
@@ -458,6 +459,7 @@ func (c *Config) Warnings(file string) Problems {
 	routed := map[string]bool{}
 	for _, r := range c.Routes {
 		routed[r.Pool] = true
+		routed[r.Fallback.Pool] = true // a fallback pool is used too
 	}
 	for i := range c.Deployments {
 		d := &c.Deployments[i]
@@ -483,6 +485,7 @@ func (c *Config) Warnings(file string) Problems {
 			p.add("routes["+strconv.Itoa(i)+"].model", r.Line, "callers asking for %q are served exact model %q", r.Model, m)
 		}
 	}
+	c.routeOptionWarnings(p)
 	p.ps.sortByLine()
 	return p.ps
 }

@@ -29,6 +29,15 @@ type Rung struct {
 	// Forced marks a last-resort probe: the gate admits it whatever the
 	// rung's health says.
 	Forced bool
+	// Model is the exact model the rung serves: the plan's, or another
+	// for a rung of a route's fallback pool. Empty: the plan's Model.
+	Model string
+	// Tokens is what an attempt counts against the deployment's
+	// provisioned TPM (prompt estimate plus max_tokens), for the gate.
+	Tokens int
+	// Counted: the rung's first attempt was counted against its quota
+	// when the request was admitted; the gate counts the attempts after.
+	Counted bool
 }
 
 // Plan is the ordered candidate list for one request.
@@ -38,7 +47,8 @@ type Plan struct {
 	// IdempotencyBase seeds the per-rung upstream idempotency keys: the
 	// caller's Idempotency-Key when it sent one, else the request id.
 	IdempotencyBase string
-	// Model is the exact model every rung serves.
+	// Model is the exact model the route serves; a rung of its fallback
+	// pool names its own (Rung.Model).
 	Model string
 	Rungs []Rung
 }

@@ -56,6 +56,9 @@ type Spec struct {
 	Models []string
 	// Residency keeps the key's requests on deployments there.
 	Residency string
+	// Priority is the key's requests' priority for shedding and the most a
+	// request may claim (low, normal, high, critical); "" is normal.
+	Priority string
 }
 
 // NewKey generates a key to spec, stores it, and returns the secret
@@ -79,6 +82,7 @@ func NewKey(ctx context.Context, s Store, spec Spec, now time.Time) (string, *le
 		Team:      team,
 		Models:    models,
 		Residency: spec.Residency,
+		Priority:  spec.Priority,
 		CreatedAt: now.UTC(),
 	}
 	if err := s.CreateKey(ctx, k); err != nil {

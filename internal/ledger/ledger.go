@@ -32,6 +32,10 @@ type Key struct {
 	// routing sends them only to deployments there. Empty: no constraint
 	// (a request header may then name one).
 	Residency string
+	// Priority is the key's requests' priority for shedding (low, normal,
+	// high, critical) and the most a request header may claim. Empty:
+	// normal.
+	Priority  string
 	CreatedAt time.Time
 	// RevokedAt is zero while the key is valid.
 	RevokedAt time.Time
@@ -112,6 +116,9 @@ type Request struct {
 	LatencyMS    int64
 	StartedAt    time.Time
 	FinishedAt   time.Time
+	// Exercise is true when routing sent the request to a secondary rung
+	// first to keep its failover path exercised (a route's exercise share).
+	Exercise bool
 }
 
 // Attempt is one physical dispatch to one deployment.

@@ -85,7 +85,26 @@ func appendSettlement(b []byte, s *Settlement) []byte {
 		b = binary.AppendVarint(b, a.DurationMS)
 		b = appendTime(b, a.StartedAt)
 	}
+	if f := settlementFlags(r); f != 0 {
+		b = binary.AppendUvarint(b, f)
+	}
 	return endFrame(b, start)
+}
+
+// A settlement's flags follow its attempts, only when some is set: a
+// record without them (all those written before flags existed) reads as
+// all clear.
+const (
+	flagExercise uint64 = 1 << iota
+	knownFlags          = flagExercise
+)
+
+func settlementFlags(r *Request) uint64 {
+	var f uint64
+	if r.Exercise {
+		f |= flagExercise
+	}
+	return f
 }
 
 func beginFrame(b []byte) ([]byte, int) {
@@ -205,6 +224,14 @@ func decodePayload(p []byte, rec *record) error {
 			a.FirstByteMS = d.varint()
 			a.DurationMS = d.varint()
 			a.StartedAt = d.time()
+		}
+		if d.err == nil && len(d.b) > 0 {
+			// Zero flags are never written; unknown ones are damage.
+			f := d.uvarint()
+			if f == 0 || f&^knownFlags != 0 {
+				return errRecord
+			}
+			r.Exercise = f&flagExercise != 0
 		}
 		rec.set = s
 	default:

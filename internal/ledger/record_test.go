@@ -16,7 +16,7 @@ func recordCases() []record {
 			PublicModel: "claude-sonnet-4-5", ExactModel: "claude-sonnet-4-5", Deployment: "bedrock-us",
 			RouteDepth: 1, Attempts: 2, Status: StatusOK, FailureClass: "", InputTokens: 1200, OutputTokens: 300,
 			CachedTokens: 64, CostMicroUSD: 8100, CostStatus: CostPriced, ReservedMicroUSD: 960_045, Streamed: true,
-			FirstTokenMS: 420, LatencyMS: 2900, StartedAt: at, FinishedAt: at.Add(2900 * time.Millisecond)},
+			FirstTokenMS: 420, LatencyMS: 2900, StartedAt: at, FinishedAt: at.Add(2900 * time.Millisecond), Exercise: true},
 		Attempts: []Attempt{
 			{RequestID: "69019ca84b267c506431a2ff", Seq: 0, Deployment: "anthropic", FailureClass: "provider_unavailable",
 				HTTPStatus: 529, DurationMS: 240, StartedAt: at},
@@ -124,7 +124,11 @@ func TestDecodeRefusesMalformedPayloads(t *testing.T) {
 		t.Fatal("the Streamed byte moved")
 	}
 	badBool[18] = 7
+	unknownFlag := append(bytes.Clone(empty), 2)
+	zeroFlags := append(bytes.Clone(empty), 0)
 	for name, p := range map[string][]byte{
+		"unknown flag":      unknownFlag,
+		"zero flags":        zeroFlags,
 		"unknown kind":      {9, 0},
 		"trailing bytes":    append(bytes.Clone(good[frameHeader:]), 0),
 		"string past end":   {recReservation, 50, 'a'},

@@ -27,6 +27,7 @@ type Metrics struct {
 	attempts   *prometheus.CounterVec
 	firstToken *prometheus.HistogramVec
 	cost       *prometheus.CounterVec
+	routing    routing
 }
 
 var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -54,6 +55,7 @@ func New(h *health.Tracker) *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.attempts, m.firstToken, m.cost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.routing = newRouting(m.reg)
 	if h != nil {
 		m.reg.MustRegister(&healthCollector{h: h})
 	}

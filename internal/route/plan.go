@@ -43,6 +43,12 @@ type Input struct {
 	Attrs catalog.Attributes
 	// InputTokens estimates the prompt's size, for the context gate.
 	InputTokens int
+	// Priority is the request's priority, for shedding (zero: normal).
+	Priority catalog.Priority
+	// Rates reads the deployments' rates, for shedding; nil sheds nothing.
+	Rates Rates
+	// Turns hands out exercise turns; nil exercises nothing.
+	Turns Turns
 }
 
 // Verdict is what planning decided.
@@ -61,6 +67,10 @@ const (
 	NoMatchingRoute
 	// NoRungs: every rung was dropped; Candidates say why.
 	NoRungs
+	// Shed: the rung the request would go to is past the route's share of
+	// its quota and the request's priority is below the protected one;
+	// Shedding says why. Nothing is tried.
+	Shed
 )
 
 // Plan is the routing decision for one request: what the server executes
@@ -77,6 +87,11 @@ type Plan struct {
 	// HealthOnly is true when every dropped rung was dropped by health
 	// alone (so waiting helps).
 	HealthOnly bool
+	// Exercise is the secondary rung put first to exercise it (the
+	// route's exercise share); nil when none was.
+	Exercise *catalog.Deployment
+	// Shedding says why the request was shed (Verdict Shed).
+	Shedding Shedding
 }
 
 // Make plans one request against a snapshot. It reads health and the
@@ -120,7 +135,10 @@ func MakeInto(p *Plan, snap *catalog.Snapshot, in *Input, h Health, r Readiness)
 		}
 		p.Candidates = append(p.Candidates, c)
 	}
+	healthSkips += p.addFallback(in, &need, h, r)
 	if len(p.Order) > 0 {
+		p.exercise(in)
+		p.shed(in)
 		return
 	}
 	p.HealthOnly = healthSkips == len(p.Candidates) && healthSkips > 0

@@ -29,6 +29,9 @@ type Candidate struct {
 	// Health is true when health, not a gate, dropped the rung: only such
 	// rungs may get a last-resort probe.
 	Health bool
+	// ModelChange marks a rung of the route's fallback pool: it serves
+	// another exact model (allowed by the route's allow_model_change).
+	ModelChange bool
 }
 
 // Priced drops a host-funded rung that has no price or no bounded worst

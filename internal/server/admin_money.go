@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
@@ -25,6 +27,10 @@ type KeyRequest struct {
 	Models []string `json:"models,omitempty"`
 	// Residency keeps the key's requests on deployments there (e.g. "eu").
 	Residency string `json:"residency,omitempty"`
+	// Priority is the key's requests' priority when shedding (low,
+	// normal, high, critical) and the most a request header may claim.
+	// Default normal.
+	Priority string `json:"priority,omitempty"`
 	Limits
 }
 
@@ -87,6 +93,7 @@ type KeyInfo struct {
 	Team      string     `json:"team"`
 	Models    []string   `json:"models,omitempty"`
 	Residency string     `json:"residency,omitempty"`
+	Priority  string     `json:"priority,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
@@ -97,6 +104,9 @@ func CreateKey(ctx context.Context, st ledger.Store, kr *KeyRequest, now time.Ti
 	if kr.Org == "" || kr.Team == "" {
 		return nil, errors.New("org and team are required")
 	}
+	if _, ok := catalog.ParsePriority(kr.Priority); !ok {
+		return nil, fmt.Errorf("priority %q is not one of %s", kr.Priority, strings.Join(catalog.PriorityNames[:], ", "))
+	}
 	var b *ledger.Budget
 	if !kr.Limits.Empty() {
 		var err error
@@ -104,7 +114,7 @@ func CreateKey(ctx context.Context, st ledger.Store, kr *KeyRequest, now time.Ti
 			return nil, err
 		}
 	}
-	secret, k, err := keys.NewKey(ctx, st, keys.Spec{Org: kr.Org, Team: kr.Team, Models: kr.Models, Residency: kr.Residency}, now)
+	secret, k, err := keys.NewKey(ctx, st, keys.Spec{Org: kr.Org, Team: kr.Team, Models: kr.Models, Residency: kr.Residency, Priority: kr.Priority}, now)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +135,7 @@ func ListKeys(ctx context.Context, st ledger.Store) ([]KeyInfo, error) {
 	}
 	out := make([]KeyInfo, 0, len(ks))
 	for _, k := range ks {
-		ki := KeyInfo{ID: k.ID, Prefix: k.Prefix, Org: k.Org, Team: k.Team, Models: k.Models, Residency: k.Residency, CreatedAt: k.CreatedAt}
+		ki := KeyInfo{ID: k.ID, Prefix: k.Prefix, Org: k.Org, Team: k.Team, Models: k.Models, Residency: k.Residency, Priority: k.Priority, CreatedAt: k.CreatedAt}
 		if !k.RevokedAt.IsZero() {
 			t := k.RevokedAt
 			ki.RevokedAt = &t

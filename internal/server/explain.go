@@ -33,6 +33,14 @@ type Explanation struct {
 	// LastResort names the rung a last-resort probe would go to when
 	// health skipped every rung; empty otherwise.
 	LastResort string `json:"last_resort,omitempty"`
+	// Priority is the request's priority (?priority=, default normal),
+	// shown when the route sheds.
+	Priority string `json:"priority,omitempty"`
+	// Exercise names the secondary rung the request would be sent to
+	// first (the route's exercise share); empty when none.
+	Exercise string `json:"exercise,omitempty"`
+	// Shed says why the request would be shed (verdict "shed").
+	Shed *ExplainedShed `json:"shed,omitempty"`
 }
 
 // ExplainedRoute is the route a request matched.
@@ -50,6 +58,11 @@ type ExplainedRung struct {
 	Reason     string `json:"reason,omitempty"`
 	Detail     string `json:"detail,omitempty"`
 	Health     string `json:"health"`
+	// ModelChange names the other exact model a fallback pool's rung
+	// serves; empty for the route's own rungs.
+	ModelChange string `json:"model_change,omitempty"`
+	// Quota is a rung's declared quota and its use in the last minute.
+	Quota *ExplainedQuota `json:"quota,omitempty"`
 }
 
 // handleExplain explains routing for a request: GET with ?model= (and
@@ -106,12 +119,21 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		hr.Header.Set(rc.WorkloadHeader, v)
 	}
 	attrs := s.attributes(hr, key, req, rt.snap)
-	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: attrs, InputTokens: budget.EstimateInputTokens(req.InputBytes())}, s.health, rt)
+	prio, pub := explainPriority(q.Get("priority"))
+	if pub != nil {
+		writeJSONError(w, pub)
+		return
+	}
+	// Exercise turns are read, not taken: explain shows the decision the
+	// next request would get.
+	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: attrs, InputTokens: budget.EstimateInputTokens(req.InputBytes()),
+		Priority: prio, Rates: rt.routing, Turns: (*turnPeeker)(rt.routing)}, s.health, rt)
 	if pl.Verdict == route.UnknownModel {
 		writeJSONError(w, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model", Message: "no route for model " + strconv.Quote(req.Model)})
 		return
 	}
 	ex := explain(pl, req.Model, s.health, s.opts.Now())
+	explainRouting(&ex, pl, prio, rt.routing)
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -120,7 +142,8 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 
 // verdictNames are the Explanation.Verdict values.
 var verdictNames = map[route.Verdict]string{route.Planned: "planned", route.LastResort: "last_resort",
-	route.UnknownModel: "unknown_model", route.NoMatchingRoute: "no_matching_route", route.NoRungs: "no_rungs"}
+	route.UnknownModel: "unknown_model", route.NoMatchingRoute: "no_matching_route", route.NoRungs: "no_rungs",
+	route.Shed: "shed"}
 
 // explain renders a plan: exactly what the server would execute.
 func explain(pl *route.Plan, model string, h *health.Tracker, now time.Time) Explanation {

@@ -30,6 +30,9 @@ type routingState struct {
 	// parameters).
 	residency, workload string
 	body                string // a Chat body; default a plain hello
+	// warm is how many requests are served before planning (exercise
+	// turns taken).
+	warm int
 }
 
 func routingStates() []routingState {
@@ -47,6 +50,12 @@ func routingStates() []routingState {
 			c.Pools = append(c.Pools, catalog.Pool{ID: "extract", Model: exactModel, Deployments: []string{"tertiary"}})
 			c.Routes = append([]catalog.Route{{Model: publicModel, Match: catalog.RouteMatch{Workload: "extraction"}, Pool: "extract"}}, c.Routes...)
 		}},
+		{name: "own pool open: fallback model", fail: []string{"primary", "secondary"}, edit: func(c *catalog.Config) {
+			c.Pools[0].Deployments = c.Pools[0].Deployments[:2]
+			c.Pools = append(c.Pools, catalog.Pool{ID: "other", Model: otherModel, Deployments: []string{"tertiary"}})
+			c.Routes[0].Fallback = catalog.RouteFallback{Pool: "other", AllowModelChange: true}
+		}},
+		{name: "exercise turn", warm: 4, edit: func(c *catalog.Config) { c.Routes[0].Exercise = 0.2 }},
 	}
 }
 
@@ -64,6 +73,9 @@ func (st *routingState) harness(t *testing.T) *harness {
 		if !others[id] {
 			h.fault(id, "")
 		}
+	}
+	for range st.warm {
+		served(t, h, false)
 	}
 	if len(st.fail) > 0 {
 		for range 2 {

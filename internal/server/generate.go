@@ -68,6 +68,9 @@ type call struct {
 
 	// deployment served the request ("" when none did).
 	deployment string
+	// exercise is the secondary rung routing sent the request to first to
+	// exercise it ("" when none).
+	exercise string
 
 	// Idempotency: the key's owner and the recorder of its answer.
 	owner *idempotency.Owner
@@ -117,7 +120,13 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The routing decision, by the call route explain makes too.
 	c.inputEst = budget.EstimateInputTokens(req.InputBytes())
-	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: s.attributes(r, key, req, rt.snap), InputTokens: c.inputEst}, s.health, rt)
+	prio, pub := s.priority(r, key, rt.snap)
+	if pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
+	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: s.attributes(r, key, req, rt.snap), InputTokens: c.inputEst,
+		Priority: prio, Rates: rt.routing, Turns: (*turnTaker)(rt.routing)}, s.health, rt)
 	if pub := unrouted(pl, req); pub != nil {
 		s.writeError(w, c, pub, nil)
 		return
@@ -181,6 +190,11 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.finishIdempotency(c, pub.Status, false, false)
 		return
 	}
+	if pub := s.admitRungs(rt, c, pl, p, prio); pub != nil {
+		s.writeError(w, c, pub, nil)
+		s.finishIdempotency(c, pub.Status, false, false)
+		return
+	}
 	if pub := s.reserve(c, p); pub != nil {
 		if c.owner != nil {
 			c.owner.Release() // nothing went upstream: a later retry may run
@@ -232,6 +246,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setCostHeaders(w.Header(), c)
 	buf := s.getBuf()
 	defer s.putBuf(buf)
+	c.meta.Model = servedModel(c, res)
 	*buf = h.d.AppendResponse((*buf)[:0], c.meta, req, res.Response)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(*buf)))
@@ -298,6 +313,8 @@ func (s *Server) selectRungs(rt *runtime, pl *route.Plan, p *engine.Plan) *failu
 			return nil
 		}
 		// Another request spent the probe since the plan was made.
+	case route.Shed:
+		return s.shedRefusal(rt, pl)
 	}
 	if pub := s.healthWait(pl); pub != nil {
 		return pub
@@ -491,18 +508,19 @@ func (s *Server) writeDeadline(w http.ResponseWriter) {
 
 // setRouteHeaders says which model and deployment served and every hop.
 func setRouteHeaders(h http.Header, c *call, res *engine.Result) {
-	h.Set(hdrModel, c.route.Pool.Model)
+	h.Set(hdrModel, servedModel(c, res))
 	if len(res.Attempts) > 0 {
 		if res.Served >= 0 {
 			h.Set(hdrDeployment, res.Attempts[len(res.Attempts)-1].Deployment)
 		}
 		h.Set(hdrAttempts, strconv.Itoa(len(res.Attempts)))
-		h.Set(hdrTrail, trail(res.Attempts))
+		h.Set(hdrTrail, trail(c, res.Attempts))
 	}
 }
 
-// trail formats the ordered hops as "deployment=class, ...".
-func trail(as []engine.Attempt) string {
+// trail formats the ordered hops as "deployment=class, ...", each with
+// its note ("secondary=ok(exercise)", "other=ok(model: gpt-4.1)").
+func trail(c *call, as []engine.Attempt) string {
 	var b strings.Builder
 	for i := range as {
 		if i > 0 {
@@ -511,6 +529,7 @@ func trail(as []engine.Attempt) string {
 		b.WriteString(as[i].Deployment)
 		b.WriteByte('=')
 		b.WriteString(as[i].Outcome())
+		b.WriteString(hopNote(c, &as[i], i))
 	}
 	return b.String()
 }

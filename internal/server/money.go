@@ -214,7 +214,7 @@ func (s *Server) settlement(c *call, p *engine.Plan, res *engine.Result, u canon
 		r.Attempts = len(res.Attempts)
 		if res.Served >= 0 && p != nil {
 			d := p.Rungs[res.Served].Deployment
-			r.ExactModel, r.Deployment = p.Model, d.ID
+			r.ExactModel, r.Deployment = p.ModelOf(res.Served), d.ID
 			r.RouteDepth = c.poolIndex(d.ID)
 			r.InputTokens, r.OutputTokens, r.CachedTokens = u.InputTokens, u.OutputTokens, u.CachedInputTokens
 		}
@@ -235,6 +235,7 @@ func (s *Server) settlement(c *call, p *engine.Plan, res *engine.Result, u canon
 			st.Attempts = append(st.Attempts, la)
 		}
 	}
+	r.Exercise = c.exercise != ""
 	st.Request = r
 	return st
 }
@@ -254,15 +255,9 @@ func (c *call) ledgerStatus(res *engine.Result) string {
 	return ledger.StatusFailed
 }
 
-// poolIndex is a deployment's place in the route's pool (its route depth).
-func (c *call) poolIndex(id string) int {
-	for i, d := range c.route.Deployments {
-		if d.ID == id {
-			return i
-		}
-	}
-	return -1
-}
+// poolIndex is a deployment's place in the route's ladder (its route
+// depth): its pool index, continued through a fallback pool.
+func (c *call) poolIndex(id string) int { return routeDepth(c.route, id) }
 
 // setCostHeaders says what the request cost: the settled amount, or no
 // cost and "unpriced" for bring-your-own-key traffic.

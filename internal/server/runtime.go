@@ -17,6 +17,8 @@ import (
 type runtime struct {
 	snap  *catalog.Snapshot
 	rungs map[string]*rungTemplate
+	// routing is the exercise turns and quota windows (routing.go).
+	routing *routing
 }
 
 type rungTemplate struct {
@@ -50,7 +52,7 @@ func (s *Server) buildRuntime(snap *catalog.Snapshot, old *runtime) *runtime {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	rt := &runtime{snap: snap, rungs: map[string]*rungTemplate{}}
+	rt := &runtime{snap: snap, rungs: map[string]*rungTemplate{}, routing: buildRouting(snap, old, s.opts.Now)}
 	for _, d := range snap.Deployments() {
 		tpl := &rungTemplate{dep: d}
 		a, ok := s.opts.Registry.Get(d.Provider)

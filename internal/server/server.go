@@ -125,7 +125,7 @@ func New(opts Options) *Server {
 		}
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency}
-	s.engine = engine.New(opts.Log, engine.WithGate(healthGate{opts.Health}),
+	s.engine = engine.New(opts.Log, engine.WithGate(quotaGate{next: healthGate{opts.Health}, s: s}),
 		engine.WithAnswerMemory(opts.Catalog.Load().Config().Server.MaxAnswerMemory),
 		engine.WithObserver(opts.Metrics))
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }

@@ -78,6 +78,11 @@ func (k *streamSink) Commit(res *engine.Result) error {
 	// The cost is known only once the stream ends: it follows as trailers.
 	h.Set("Trailer", hdrCostUSD+", "+hdrCostStatus)
 	setRouteHeaders(h, k.c, res)
+	if m := servedModel(k.c, res); m != k.c.meta.Model {
+		// A fallback pool's rung serves: the answer names its model.
+		k.c.meta.Model = m
+		k.enc = k.c.d.NewEncoder(k.c.meta, k.c.req)
+	}
 	k.w.WriteHeader(http.StatusOK)
 	if su, ok := k.enc.(dialect.StartUsage); ok && res.UsageReported {
 		su.StartUsage(res.Usage)

@@ -296,7 +296,7 @@ func testKeys(t *testing.T, open Open) {
 		t.Errorf("RevokeKey(unknown) = %v, want ErrNotFound", err)
 	}
 	k1 := ledger.Key{ID: "key_1", Hash: []byte{1, 2, 3}, Prefix: "sk-sp-1", Org: "acme", Team: "search",
-		Models: []string{"sonnet", "gpt-4.1"}, Residency: "eu", CreatedAt: base()}
+		Models: []string{"sonnet", "gpt-4.1"}, Residency: "eu", Priority: "high", CreatedAt: base()}
 	k2 := ledger.Key{ID: "key_2", Hash: []byte{4, 5, 6}, Prefix: "sk-sp-2", Org: "acme", CreatedAt: base().Add(time.Minute)}
 	for _, k := range []ledger.Key{k2, k1} {
 		if err := s.CreateKey(ctx, &k); err != nil {
@@ -342,7 +342,7 @@ func testKeys(t *testing.T, open Open) {
 func assertKey(t *testing.T, got, want ledger.Key) {
 	t.Helper()
 	if got.ID != want.ID || string(got.Hash) != string(want.Hash) || got.Prefix != want.Prefix ||
-		got.Org != want.Org || got.Team != want.Team || !slices.Equal(got.Models, want.Models) || got.Residency != want.Residency ||
+		got.Org != want.Org || got.Team != want.Team || !slices.Equal(got.Models, want.Models) || got.Residency != want.Residency || got.Priority != want.Priority ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.RevokedAt.Equal(want.RevokedAt) {
 		t.Errorf("key:\n got %+v\nwant %+v", got, want)
 	}

@@ -19,8 +19,8 @@ const (
 	(request_id, org, team, key_id, public_model, exact_model, deployment,
 	 route_depth, attempts, status, failure_class, input_tokens, output_tokens,
 	 cached_tokens, cost_micro_usd, cost_status, reserved_micro_usd, streamed,
-	 first_token_ms, latency_ms, started_at, finished_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	 first_token_ms, latency_ms, started_at, finished_at, exercise)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (request_id) DO NOTHING`
 
 	sqlInsertAttempt = `INSERT INTO attempts
@@ -132,7 +132,7 @@ func settle(ctx context.Context, req, att *sql.Stmt, st *ledger.Settlement) erro
 		r.ExactModel, r.Deployment, r.RouteDepth, r.Attempts, r.Status, r.FailureClass,
 		r.InputTokens, r.OutputTokens, r.CachedTokens, r.CostMicroUSD, r.CostStatus,
 		r.ReservedMicroUSD, r.Streamed, r.FirstTokenMS, r.LatencyMS,
-		micros(r.StartedAt), micros(r.FinishedAt))
+		micros(r.StartedAt), micros(r.FinishedAt), r.Exercise)
 	if err != nil {
 		return classify("request", err)
 	}

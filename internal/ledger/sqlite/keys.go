@@ -26,9 +26,9 @@ func (s *Store) CreateKey(ctx context.Context, k *ledger.Key) error {
 	if created.IsZero() {
 		created = s.now()
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO keys (id, hash, prefix, org, team, models, created_at, revoked_at, residency)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.ID, k.Hash, k.Prefix, k.Org, k.Team, string(mj), micros(created), nullMicros(k.RevokedAt), k.Residency)
+	_, err = s.w.ExecContext(ctx, `INSERT INTO keys (id, hash, prefix, org, team, models, created_at, revoked_at, residency, priority)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.Hash, k.Prefix, k.Org, k.Team, string(mj), micros(created), nullMicros(k.RevokedAt), k.Residency, k.Priority)
 	if isConstraint(err) {
 		return fmt.Errorf("ledger/sqlite: create key %q: %w", k.ID, ledger.ErrDuplicate)
 	}
@@ -38,7 +38,7 @@ func (s *Store) CreateKey(ctx context.Context, k *ledger.Key) error {
 	return nil
 }
 
-const keyColumns = `id, hash, prefix, org, team, models, created_at, revoked_at, residency`
+const keyColumns = `id, hash, prefix, org, team, models, created_at, revoked_at, residency, priority`
 
 // KeyByHash returns the key with this SHA-256 hash, revoked or not (the
 // caller checks RevokedAt), or ledger.ErrNotFound.
@@ -82,7 +82,7 @@ func scanKey(sc scanner) (*ledger.Key, error) {
 	var models string
 	var created int64
 	var revoked sql.NullInt64
-	if err := sc.Scan(&k.ID, &k.Hash, &k.Prefix, &k.Org, &k.Team, &models, &created, &revoked, &k.Residency); err != nil {
+	if err := sc.Scan(&k.ID, &k.Hash, &k.Prefix, &k.Org, &k.Team, &models, &created, &revoked, &k.Residency, &k.Priority); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(models), &k.Models); err != nil {

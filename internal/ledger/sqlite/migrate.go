@@ -14,11 +14,11 @@ import (
 // content-free by contract (a test checks every column against an
 // allowlist). Times are INTEGER microseconds since the Unix epoch, UTC.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3, migration4, migration5}
+	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5})
+const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5, migration6})
 
 // migration1: the tables.
 const migration1 = `
@@ -136,6 +136,13 @@ CREATE TABLE admin_keys (
 // migration5: a key's residency, which routing enforces.
 const migration5 = `
 ALTER TABLE keys ADD COLUMN residency TEXT NOT NULL DEFAULT '';
+`
+
+// migration6: a key's priority, which shedding reads, and whether a
+// request was routed to a secondary rung first to exercise it.
+const migration6 = `
+ALTER TABLE keys ADD COLUMN priority TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN exercise INTEGER NOT NULL DEFAULT 0;
 `
 
 // migrate applies every migration past the database's version, each in its

@@ -20,7 +20,7 @@ const (
 	// rows; any count is a sum of those.
 	sizes = 6
 
-	requestColumns = 22
+	requestColumns = 23
 	attemptColumns = 11
 )
 
@@ -48,7 +48,7 @@ const (
 	(request_id, org, team, key_id, public_model, exact_model, deployment,
 	 route_depth, attempts, status, failure_class, input_tokens, output_tokens,
 	 cached_tokens, cost_micro_usd, cost_status, reserved_micro_usd, streamed,
-	 first_token_ms, latency_ms, started_at, finished_at)`
+	 first_token_ms, latency_ms, started_at, finished_at, exercise)`
 	insertAttemptsHead = `INSERT INTO attempts
 	(request_id, seq, deployment, failure_class, http_status, input_tokens,
 	 output_tokens, cost_micro_usd, first_byte_ms, duration_ms, started_at)`
@@ -126,7 +126,7 @@ func (s *Store) settleMulti(ctx context.Context, tx *sql.Tx, sets []ledger.Settl
 				r.ExactModel, r.Deployment, r.RouteDepth, r.Attempts, r.Status, r.FailureClass,
 				r.InputTokens, r.OutputTokens, r.CachedTokens, r.CostMicroUSD, r.CostStatus,
 				r.ReservedMicroUSD, r.Streamed, r.FirstTokenMS, r.LatencyMS,
-				micros(r.StartedAt), micros(r.FinishedAt))
+				micros(r.StartedAt), micros(r.FinishedAt), r.Exercise)
 			for j := range left[i].Attempts {
 				atts = append(atts, attemptRow{r.RequestID, &left[i].Attempts[j]})
 			}

@@ -171,7 +171,7 @@ func TestSchemaIsContentFree(t *testing.T) {
 	s := openTemp(t)
 	allowed := map[string][]string{
 		"schema_migrations": {"version", "applied_at"},
-		"keys":              {"id", "hash", "prefix", "org", "team", "models", "created_at", "revoked_at", "residency"},
+		"keys":              {"id", "hash", "prefix", "org", "team", "models", "created_at", "revoked_at", "residency", "priority"},
 		"admin_keys":        {"id", "hash", "prefix", "created_at", "revoked_at"},
 		"budgets":           {"scope", "id", "credit_micro_usd", "daily_cap_micro_usd", "rpm", "tpm", "updated_at"},
 		"reservations": {"request_id", "key_id", "org", "team", "public_model", "amount_micro", "created_at",
@@ -179,7 +179,7 @@ func TestSchemaIsContentFree(t *testing.T) {
 		"requests": {"request_id", "org", "team", "key_id", "public_model", "exact_model", "deployment",
 			"route_depth", "attempts", "status", "failure_class", "input_tokens", "output_tokens", "cached_tokens",
 			"cost_micro_usd", "cost_status", "reserved_micro_usd", "streamed", "first_token_ms", "latency_ms",
-			"started_at", "finished_at"},
+			"started_at", "finished_at", "exercise"},
 		"attempts": {"request_id", "seq", "deployment", "failure_class", "http_status", "input_tokens",
 			"output_tokens", "cost_micro_usd", "first_byte_ms", "duration_ms", "started_at"},
 	}
