@@ -119,8 +119,14 @@ func decode(data []byte, file string, lookupEnv func(string) (string, bool)) (c 
 			c, ps = nil, Problems{{File: file, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
 		}
 	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
+	if looksJSON(data) {
+		if n, ok := jsonNode(data); ok {
+			doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}, Line: 1}
+			return decodeRoot(&doc, file, lookupEnv)
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, Problems{{File: file, Msg: "file is empty"}}
@@ -140,7 +146,12 @@ func decode(data []byte, file string, lookupEnv func(string) (string, bool)) (c 
 	default:
 		return nil, Problems{{File: file, Line: extra.Line, Msg: "a second YAML document (after ---): spillway reads exactly one"}}
 	}
-	root := &doc
+	return decodeRoot(&doc, file, lookupEnv)
+}
+
+// decodeRoot decodes a parsed document (from the YAML parser or the JSON
+// fast path) into a Config.
+func decodeRoot(root *yaml.Node, file string, lookupEnv func(string) (string, bool)) (*Config, Problems) {
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
 			return nil, Problems{{File: file, Msg: "file is empty"}}
@@ -155,7 +166,7 @@ func decode(data []byte, file string, lookupEnv func(string) (string, bool)) (c 
 	}
 	d := &decoder{file: file, lines: map[string]int{}}
 	d.probs = interpolate(root, "", file, lookupEnv)
-	c = &Config{}
+	c := &Config{}
 	d.value(root, reflect.ValueOf(c).Elem(), "")
 	c.lines = d.lines
 	return c, d.probs
@@ -183,7 +194,8 @@ type decoder struct {
 	visits int
 	// structs caches each struct type's yaml fields: a big config visits
 	// the same few types thousands of times.
-	structs map[reflect.Type]*structInfo
+	structs      map[reflect.Type]*structInfo
+	unmarshalers map[reflect.Type]bool
 }
 
 // structInfo is a struct type's yaml fields: name to field index, the
@@ -237,7 +249,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	if isNull(n) {
 		return // absent and null both mean "use the default"
 	}
-	if reflect.PointerTo(v.Type()).Implements(unmarshalerType) {
+	if d.unmarshaler(v.Type()) {
 		if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
 			d.fail(n, path, "%s", err.Error())
 		}
@@ -270,7 +282,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		v.SetString(n.Value)
 	case reflect.Int, reflect.Int64:
 		var x int64
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&x) != nil || v.OverflowInt(x) {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || !scalarInt(n, &x) || v.OverflowInt(x) {
 			d.fail(n, path, "expected a whole number, got %s", describe(n))
 			return
 		}
@@ -284,7 +296,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		v.SetBool(x)
 	case reflect.Float64:
 		var x float64
-		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || n.Decode(&x) != nil {
+		if tag := n.ShortTag(); n.Kind != yaml.ScalarNode || (tag != "!!int" && tag != "!!float") || !scalarFloat(n, &x) {
 			d.fail(n, path, "expected a number, got %s", describe(n))
 			return
 		}
@@ -346,6 +358,39 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 	if si.line >= 0 {
 		v.Field(si.line).SetInt(int64(n.Line))
 	}
+}
+
+// unmarshaler reports whether values of t decode themselves (Duration);
+// cached, since reflection's Implements is costly per value.
+func (d *decoder) unmarshaler(t reflect.Type) bool {
+	if u, ok := d.unmarshalers[t]; ok {
+		return u
+	}
+	u := reflect.PointerTo(t).Implements(unmarshalerType)
+	if d.unmarshalers == nil {
+		d.unmarshalers = map[reflect.Type]bool{}
+	}
+	d.unmarshalers[t] = u
+	return u
+}
+
+// scalarInt reads an !!int scalar: plain decimal directly, anything else
+// (hex, octal) through the YAML library.
+func scalarInt(n *yaml.Node, x *int64) bool {
+	if v, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+		*x = v
+		return true
+	}
+	return n.Decode(x) == nil
+}
+
+// scalarFloat reads an !!int or !!float scalar, as scalarInt does.
+func scalarFloat(n *yaml.Node, x *float64) bool {
+	if v, err := strconv.ParseFloat(n.Value, 64); err == nil && !strings.ContainsAny(n.Value, "xXpP_") {
+		*x = v
+		return true
+	}
+	return n.Decode(x) == nil
 }
 
 // firstKey finds an earlier key named name among a mapping's preceding

@@ -84,3 +84,54 @@ func BenchmarkReload(b *testing.B) {
 		}
 	}
 }
+
+// bigConfigJSON is bigConfig written as JSON, as a generator would.
+func bigConfigJSON(routes, deps int) []byte {
+	var b strings.Builder
+	b.WriteString("{\n\"deployments\": [\n")
+	for i := range deps {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, `{"id": "d%d", "provider": "openai", "base_url": "https://p%d.example", "model": "m", "price": {"input_per_mtok": 1, "output_per_mtok": 2}, "max_output_tokens": 4096, "context_window": 100000}`, i, i)
+	}
+	b.WriteString("\n],\n\"pools\": [\n")
+	pools := max(deps/5, 1)
+	for p := range pools {
+		if p > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, `{"id": "p%d", "model": "m", "deployments": [`, p)
+		for j := 0; j < 5 && p*5+j < deps; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, `"d%d"`, p*5+j)
+		}
+		b.WriteString(`], "equivalence": {"by": "t", "date": "2026-01-01", "evidence": "e"}}`)
+	}
+	b.WriteString("\n],\n\"routes\": [\n")
+	for r := range routes {
+		if r > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, `{"model": "model-%d", "pool": "p%d"}`, r, r%pools)
+	}
+	b.WriteString("\n]\n}\n")
+	return []byte(b.String())
+}
+
+// BenchmarkReloadJSON is the same reload from the JSON form of the file.
+func BenchmarkReloadJSON(b *testing.B) {
+	data := bigConfigJSON(1000, 5000)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		cfg, err := catalog.Parse(data, "big.json")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := catalog.Build(cfg, "big.json"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
