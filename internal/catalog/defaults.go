@@ -69,6 +69,7 @@ func (c *Config) ApplyDefaults() {
 		setDefault(&c.Pools[i].Kind, PoolChat)
 	}
 	c.applyRouteDefaults()
+	c.applyHedgeDefaults()
 }
 
 func setDefault[T comparable](p *T, def T) {

@@ -25,4 +25,8 @@ type ResolvedRoute struct {
 	// lowest protected priority.
 	Shed      Shed
 	ShedBelow Priority
+	// Hedge is the route's hedge (nil: none); RefusalBuffer its refusal
+	// failover's buffer in bytes (0: off).
+	Hedge         *Hedge
+	RefusalBuffer int
 }

@@ -400,6 +400,14 @@ type Route struct {
 	// Shed refuses requests below a priority while the rung they would
 	// go to is past a share of its quota. Zero: nothing is shed.
 	Shed Shed `yaml:"shed,omitempty"`
+	// Hedge starts the next rung alongside a first attempt that has no
+	// first token within a threshold; the first to commit serves. Nil
+	// (the default): no hedging.
+	Hedge *Hedge `yaml:"hedge,omitempty"`
+	// RefusalFailover moves a refusal on to the next rung, holding the
+	// answer back while it is refusal alone. Nil (the default): a refusal
+	// is the answer.
+	RefusalFailover *RefusalFailover `yaml:"refusal_failover,omitempty"`
 
 	// Line is the line of the route in its file (set by Load).
 	Line int `yaml:"-"`

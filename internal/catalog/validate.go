@@ -58,6 +58,7 @@ func (c *Config) Validate(file string) Problems {
 	pools := c.validatePools(p, deps)
 	c.validateRoutes(p, pools)
 	c.validateRouteOptions(p)
+	c.validateHedges(p)
 	p.ps.sortByLine()
 	return p.ps
 }
@@ -486,6 +487,7 @@ func (c *Config) Warnings(file string) Problems {
 		}
 	}
 	c.routeOptionWarnings(p)
+	c.hedgeWarnings(p)
 	p.ps.sortByLine()
 	return p.ps
 }

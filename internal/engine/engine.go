@@ -51,6 +51,15 @@ type Plan struct {
 	// pool names its own (Rung.Model).
 	Model string
 	Rungs []Rung
+	// Hedge, when above zero, is how long the request's first attempt may
+	// go without committing (no first token) before the next rung starts
+	// alongside it; the first to commit serves (hedge.go). Zero: no hedge.
+	Hedge time.Duration
+	// RefusalBuffer, when above zero, turns on refusal failover: an answer
+	// that opens with a refusal is held back, up to this many bytes of
+	// refusal, and one that ends as a refusal moves on to the next rung
+	// (refusal.go). Zero: a refusal is the answer.
+	RefusalBuffer int
 }
 
 // Attempt is one physical dispatch to one rung.
@@ -72,6 +81,14 @@ type Attempt struct {
 	FirstToken time.Duration
 	// Duration is the whole attempt.
 	Duration time.Duration
+	// Usage is what the provider had reported for a failed attempt when it
+	// ended (UsageReported says whether it reported any), and OutputSeen
+	// the output tokens read from it, as TokensOf estimates them: what a
+	// hedged_lost or refused attempt consumed, which the operator pays.
+	// A served attempt's usage is the Result's.
+	Usage         canonical.Usage
+	UsageReported bool
+	OutputSeen    int
 }
 
 // Outcome is the attempt's trail label: "ok" or its failure class.
@@ -112,10 +129,29 @@ type Result struct {
 	Err *failure.Error
 	// Skipped lists rungs the gate refused at dispatch time (no attempt).
 	Skipped []Skip
+	// Hedge is what the request's hedge did; "" when none started.
+	Hedge HedgeOutcome
 
 	// col assembled a non-streamed answer and holds its share of the
 	// gateway's answer memory until Release.
 	col *collector
+}
+
+// ServingAttempt is the index in Attempts of the attempt that served (or,
+// after a commit, broke): the last one on the serving rung; -1 when no
+// rung served. It is usually the last attempt, but not always: a hedge's
+// loser may follow its winner, and a held-back refusal that became the
+// answer precedes the rungs that failed after it.
+func (r *Result) ServingAttempt() int {
+	if r.Served < 0 {
+		return -1
+	}
+	for i := len(r.Attempts) - 1; i >= 0; i-- {
+		if r.Attempts[i].Rung == r.Served {
+			return i
+		}
+	}
+	return -1
 }
 
 // Release gives back the answer memory a non-streamed Result holds:
@@ -219,6 +255,9 @@ func (t *timeoutCause) Error() string { return string(t.kind) + " timeout" }
 // cancelled: the caller (never the provider's fault) or a silence bound.
 func classify(parent, attempt context.Context, err error, noResponse bool) *failure.Error {
 	if parent.Err() != nil {
+		if context.Cause(parent) == errLostRace {
+			return hedgeLost()
+		}
 		return failure.Cancelled(context.Cause(parent))
 	}
 	var tc *timeoutCause
@@ -279,10 +318,17 @@ func next(i int, retried bool, fe *failure.Error) (rung int, retry, stop bool) {
 	if !retried && retrySameRung(fe) {
 		return i, true, false
 	}
-	if !fe.Class.FailsOver() {
+	if !movesOn(fe) {
 		return i, false, true
 	}
 	return i + 1, false, false
+}
+
+// movesOn reports whether the chain goes on to the next rung after fe: a
+// class that fails over, or a refusal (an attempt ends as refused only
+// where the route's refusal failover asked for the next rung).
+func movesOn(fe *failure.Error) bool {
+	return fe.Class.FailsOver() || fe.Class == failure.Refused
 }
 
 // Complete runs a non-streamed request. Upstream it is streamed, and the
@@ -297,7 +343,9 @@ func (e *Engine) Complete(ctx context.Context, p *Plan, req *canonical.Request) 
 	col := newCollector(e.maxAnswer)
 	col.mem = e.answers
 	res := e.run(ctx, p, req, nil, col)
-	res.col = col
+	if res.col == nil { // a hedge's winner brings its own
+		res.col = col
+	}
 	if res.Err != nil {
 		res.Release() // no answer to write
 	}

@@ -135,7 +135,7 @@ func (s *recSink) Flush() error { s.flushes++; return nil }
 
 func (s *recSink) Finish(res *Result) error {
 	s.finished, s.stop = true, res.Stop
-	if n := len(res.Attempts); n == 0 || res.Attempts[n-1].Err != nil {
+	if k := res.ServingAttempt(); k < 0 || res.Attempts[k].Err != nil {
 		s.finishErr = "Finish before the serving attempt was recorded"
 	}
 	return nil
@@ -143,7 +143,7 @@ func (s *recSink) Finish(res *Result) error {
 
 func (s *recSink) Interrupt(res *Result) error {
 	s.interrupt, s.delivered = res.Err, res.DeliveredTokens
-	if n := len(res.Attempts); n == 0 || res.Attempts[n-1].Err != res.Err {
+	if k := res.ServingAttempt(); k < 0 || res.Attempts[k].Err != res.Err {
 		s.finishErr = "Interrupt before the failed attempt was recorded"
 	}
 	return nil
@@ -538,6 +538,8 @@ type recGate struct {
 	skip map[string]string
 	mu   sync.Mutex
 	done []string
+	// told, when set, receives each finished attempt as it is recorded.
+	told chan string
 }
 
 func (g *recGate) Admit(r *Rung) (func(*Attempt), string) {
@@ -548,6 +550,9 @@ func (g *recGate) Admit(r *Rung) (func(*Attempt), string) {
 		g.mu.Lock()
 		g.done = append(g.done, a.Deployment+"="+a.Outcome())
 		g.mu.Unlock()
+		if g.told != nil {
+			g.told <- a.Deployment + "=" + a.Outcome()
+		}
 	}, ""
 }
 

@@ -251,9 +251,12 @@ func (e *Engine) Stream(ctx context.Context, p *Plan, req *canonical.Request, si
 }
 
 // run walks the plan's rungs. Exactly one of sink (a stream to the caller)
-// and col (an answer assembled for a non-streaming caller) is set.
+// and col (an answer assembled for a non-streaming caller) is set. The
+// request's first attempt races a hedge when the plan asks for one; a
+// refusal held back is the answer when no later rung gives one.
 func (e *Engine) run(ctx context.Context, p *Plan, req *canonical.Request, sink Sink, col *collector) *Result {
 	res := &Result{Served: -1}
+	var refusal *heldAnswer
 	retry := false
 	for i := 0; i < len(p.Rungs); {
 		done, ok := e.admit(p, i, res)
@@ -261,19 +264,28 @@ func (e *Engine) run(ctx context.Context, p *Plan, req *canonical.Request, sink 
 			i, retry = i+1, false
 			continue
 		}
-		fe := e.streamAttempt(ctx, p, i, retry, req, sink, col, res, done)
-		if fe == nil {
-			return res
+		var fe *failure.Error
+		var stop bool
+		if hedges(p, i, retry, res) {
+			fe, i, retry, stop = e.race(ctx, p, i, req, sink, col, res, done, &refusal)
+		} else {
+			x := newExtra(p, i)
+			fe = e.streamAttempt(ctx, p, i, retry, req, sink, col, res, done, x)
+			refusal = x.keptRefusal(refusal)
+			if fe != nil && !res.Committed {
+				i, retry, stop = next(i, retry, fe)
+			}
 		}
-		if res.Committed {
+		if fe == nil || res.Committed {
 			return res
 		}
 		res.Err = fe
-		var stop bool
-		i, retry, stop = next(i, retry, fe)
 		if stop {
-			return res
+			break
 		}
+	}
+	if refusal != nil && res.Err != nil && res.Err.Class != failure.ClientCancelled {
+		return e.deliverRefusal(res, refusal, sink, col)
 	}
 	return e.exhausted(res)
 }
@@ -282,8 +294,9 @@ func (e *Engine) run(ctx context.Context, p *Plan, req *canonical.Request, sink 
 // served the whole answer; otherwise the failure, with res.Err and the
 // caller's stream already finished when the failure came after commit.
 // With col set, events are assembled there instead of sent, and the attempt
-// commits only once the provider's stream ended cleanly.
-func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, req *canonical.Request, sink Sink, col *collector, res *Result, done func(*Attempt)) *failure.Error {
+// commits only once the provider's stream ended cleanly. x holds back an
+// opening refusal and claims the commit from a hedge race (see extra).
+func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, req *canonical.Request, sink Sink, col *collector, res *Result, done func(*Attempt), x *extra) *failure.Error {
 	r := &p.Rungs[i]
 	to := r.Deployment.Timeouts
 	a := Attempt{Rung: i, Deployment: r.Deployment.ID, Retry: retry, Start: e.now()}
@@ -292,10 +305,20 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 	wd := startWatchdog(e.clock, cancel, to.FirstByte.D(), to.Idle.D(), to.Total.D())
 	defer wd.stop()
 
+	var (
+		usage    canonical.Usage
+		reported bool
+		stop     canonical.StopReason
+		stopSeq  string
+		// tokens counts the output seen, to cut a provider that ignores
+		// the output limit it was sent.
+		tokens int
+	)
 	// fail records the attempt's failure; after commit it also ends the
 	// caller's stream with the typed error event.
 	fail := func(fe *failure.Error) *failure.Error {
 		a.Err = fe
+		a.Usage, a.UsageReported, a.OutputSeen = usage, reported, tokens
 		e.finishAttempt(p, res, &a, done)
 		if res.Committed {
 			res.Err = fe
@@ -318,13 +341,12 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 	defer st.Close()
 	pender, _ := st.(canonical.Pender)
 
-	var (
-		usage    canonical.Usage
-		reported bool
-		stop     canonical.StopReason
-		stopSeq  string
-	)
+	// commit fixes the route on this rung (when no hedge committed first),
+	// tells the caller, and sends what the refusal hold kept back.
 	commit := func() error {
+		if fe := x.claim(); fe != nil {
+			return fe
+		}
 		res.Served = i
 		res.Committed = true
 		// What the provider reported so far (its input counts, usually),
@@ -335,16 +357,16 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		res.Attempts = append(res.Attempts, a)
 		wd.hold()
 		err := sink.Commit(res)
-		wd.release()
 		res.Attempts = res.Attempts[:len(res.Attempts)-1]
+		if err == nil {
+			err = x.hold.flush(sink, res)
+		}
+		wd.release()
 		return err
 	}
 	// One event variable for the whole attempt: the sink gets its address
 	// and must not keep it, so it escapes once, not once per event.
 	var ev canonical.Event
-	// tokens counts the output seen, to cut a provider that ignores the
-	// output limit it was sent.
-	tokens := 0
 	for {
 		var err error
 		ev, err = st.Next()
@@ -359,6 +381,12 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 			if fe := col.check(req); fe != nil {
 				return fail(fe)
 			}
+			if x.hold.refused(stop) {
+				return fail(x.refuse(i, col, usage, reported, stop, stopSeq))
+			}
+			if fe := x.claim(); fe != nil {
+				return fail(fe)
+			}
 			res.Served, res.Committed = i, true
 			if a.FirstToken == 0 {
 				a.FirstToken = e.now().Sub(a.Start)
@@ -371,8 +399,11 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 		}
 		if err == io.EOF {
 			if !res.Committed {
+				if x.hold.refused(stop) {
+					return fail(x.refuse(i, nil, usage, reported, stop, stopSeq))
+				}
 				if cerr := commit(); cerr != nil {
-					return fail(failure.Cancelled(cerr))
+					return fail(commitFailure(cerr))
 				}
 			}
 			res.Usage, res.UsageReported, res.Stop, res.StopSequence = usage, reported, stop, stopSeq
@@ -429,18 +460,29 @@ func (e *Engine) streamAttempt(ctx context.Context, p *Plan, i int, retry bool, 
 			continue
 		}
 		tokens += TokensOf(&ev)
+		// An opening refusal is held back (refusal failover); anything
+		// else is the commit boundary.
+		held := !res.Committed && x.hold.keep(&ev, col == nil)
 		if col != nil {
 			if a.FirstToken == 0 {
 				a.FirstToken = e.now().Sub(a.Start)
+			}
+			if !held {
+				if fe := x.claim(); fe != nil {
+					return fail(fe)
+				}
 			}
 			if fe := col.add(&ev); fe != nil {
 				return fail(fe)
 			}
 			continue
 		}
+		if held {
+			continue
+		}
 		if !res.Committed {
 			if cerr := commit(); cerr != nil {
-				return fail(failure.Cancelled(cerr))
+				return fail(commitFailure(cerr))
 			}
 		}
 		wd.hold()

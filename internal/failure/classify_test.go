@@ -100,6 +100,7 @@ func TestClassPolicy(t *testing.T) {
 		{Refused, false, false, false},
 		{CallerGate, false, false, false},
 		{ClientCancelled, false, false, false},
+		{HedgedLost, false, false, false},
 	}
 	for _, tt := range tests {
 		if got := tt.class.FailsOver(); got != tt.failsOver {

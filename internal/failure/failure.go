@@ -21,14 +21,23 @@ const (
 	ProviderCreditExhausted Class = "provider_credit_exhausted"
 	ProviderBindingInvalid  Class = "provider_binding_invalid"
 	InvalidRequest          Class = "invalid_request"
-	Refused                 Class = "refused"
-	CallerGate              Class = "caller_gate"
+	// Refused: the model declined the request, and the route's refusal
+	// failover held the refusal back and moved on to the next rung. Model
+	// behaviour, not a provider fault: neutral to health, and it never
+	// fails over by itself (FailsOver is false; the engine moves on only
+	// where the route asks for it).
+	Refused    Class = "refused"
+	CallerGate Class = "caller_gate"
 	// ClientCancelled: the caller went away. Never counted against a provider.
 	ClientCancelled Class = "client_cancelled"
 	// GatewayBusy: the gateway's own bound (the memory whole answers may
 	// hold) refused the work. Never counted against a provider; no
 	// failover, since the next rung would meet the same bound.
 	GatewayBusy Class = "gateway_busy"
+	// HedgedLost: the attempt raced a hedge and the other attempt committed
+	// first, so the gateway cancelled this one. Neutral to health (the
+	// provider did nothing wrong) and never the caller's answer.
+	HedgedLost Class = "hedged_lost"
 )
 
 // FailsOver reports whether the chain advances to the next rung after a

@@ -206,7 +206,7 @@ func TestSuppression(t *testing.T) {
 }
 
 func TestNeutralOutcomesNeverCount(t *testing.T) {
-	for _, class := range []failure.Class{failure.ClientCancelled, failure.InvalidRequest, failure.Refused} {
+	for _, class := range []failure.Class{failure.ClientCancelled, failure.InvalidRequest, failure.Refused, failure.HedgedLost} {
 		tr, _ := newTest(Policy{})
 		for i := 0; i < 20; i++ {
 			attempt(t, tr, "a", class)

@@ -130,7 +130,10 @@ type Attempt struct {
 	HTTPStatus   int    // provider status; 0 when no response
 	InputTokens  int
 	OutputTokens int
-	CostMicroUSD int64 // 0 for every failed hop
+	// CostMicroUSD is the serving attempt's cost (the request's). A
+	// hedged_lost or refused hop carries what the operator pays for it
+	// (the caller never does); every other failed hop 0.
+	CostMicroUSD int64
 	FirstByteMS  int64
 	DurationMS   int64
 	StartedAt    time.Time

@@ -28,6 +28,7 @@ type Metrics struct {
 	firstToken *prometheus.HistogramVec
 	cost       *prometheus.CounterVec
 	routing    routing
+	hedges     *prometheus.CounterVec
 }
 
 var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -56,6 +57,7 @@ func New(h *health.Tracker) *Metrics {
 	m.reg.MustRegister(m.requests, m.duration, m.attempts, m.firstToken, m.cost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.routing = newRouting(m.reg)
+	m.hedges = newHedges(m.reg)
 	if h != nil {
 		m.reg.MustRegister(&healthCollector{h: h})
 	}

@@ -92,6 +92,11 @@ type Plan struct {
 	Exercise *catalog.Deployment
 	// Shedding says why the request was shed (Verdict Shed).
 	Shedding Shedding
+	// Hedge is when the first attempt is joined by the next rung (zero:
+	// never); RefusalBuffer the route's refusal failover buffer in bytes
+	// (0: a refusal is the answer). See hedge.go.
+	Hedge         Hedge
+	RefusalBuffer int
 }
 
 // Make plans one request against a snapshot. It reads health and the
@@ -139,6 +144,7 @@ func MakeInto(p *Plan, snap *catalog.Snapshot, in *Input, h Health, r Readiness)
 	if len(p.Order) > 0 {
 		p.exercise(in)
 		p.shed(in)
+		p.race(h)
 		return
 	}
 	p.HealthOnly = healthSkips == len(p.Candidates) && healthSkips > 0

@@ -41,6 +41,11 @@ type Explanation struct {
 	Exercise string `json:"exercise,omitempty"`
 	// Shed says why the request would be shed (verdict "shed").
 	Shed *ExplainedShed `json:"shed,omitempty"`
+	// Hedge is the route's hedge and the threshold this request would
+	// use; RefusalFailover the route's refusal failover. Absent when the
+	// route has none.
+	Hedge           *ExplainedHedge   `json:"hedge,omitempty"`
+	RefusalFailover *ExplainedRefusal `json:"refusal_failover,omitempty"`
 }
 
 // ExplainedRoute is the route a request matched.
@@ -164,5 +169,6 @@ func explain(pl *route.Plan, model string, h *health.Tracker, now time.Time) Exp
 			ex.Order = append(ex.Order, d.ID)
 		}
 	}
+	explainRace(&ex, pl)
 	return ex
 }

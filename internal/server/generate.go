@@ -306,6 +306,7 @@ func (s *Server) selectRungs(rt *runtime, pl *route.Plan, p *engine.Plan) *failu
 	switch pl.Verdict {
 	case route.Planned:
 		rt.plan(pl.Order, p, false)
+		racing(pl, p)
 		return nil
 	case route.LastResort:
 		if s.health.ClaimLastResort(pl.Order[0].ID) {
@@ -510,10 +511,11 @@ func (s *Server) writeDeadline(w http.ResponseWriter) {
 func setRouteHeaders(h http.Header, c *call, res *engine.Result) {
 	h.Set(hdrModel, servedModel(c, res))
 	if len(res.Attempts) > 0 {
-		if res.Served >= 0 {
-			h.Set(hdrDeployment, res.Attempts[len(res.Attempts)-1].Deployment)
+		if k := res.ServingAttempt(); k >= 0 {
+			h.Set(hdrDeployment, res.Attempts[k].Deployment)
 		}
 		h.Set(hdrAttempts, strconv.Itoa(len(res.Attempts)))
+		setHedgeHeader(h, res)
 		h.Set(hdrTrail, trail(c, res.Attempts))
 	}
 }

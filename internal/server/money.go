@@ -218,6 +218,7 @@ func (s *Server) settlement(c *call, p *engine.Plan, res *engine.Result, u canon
 			r.RouteDepth = c.poolIndex(d.ID)
 			r.InputTokens, r.OutputTokens, r.CachedTokens = u.InputTokens, u.OutputTokens, u.CachedInputTokens
 		}
+		served := res.ServingAttempt()
 		for i, a := range res.Attempts {
 			la := ledger.Attempt{RequestID: c.id, Seq: i, Deployment: a.Deployment,
 				FirstByteMS: a.FirstByte.Milliseconds(), DurationMS: a.Duration.Milliseconds(), StartedAt: a.Start.UTC()}
@@ -226,8 +227,12 @@ func (s *Server) settlement(c *call, p *engine.Plan, res *engine.Result, u canon
 			} else {
 				la.HTTPStatus = http.StatusOK
 			}
-			if a.Rung == res.Served && i == len(res.Attempts)-1 {
+			if i == served {
 				la.InputTokens, la.OutputTokens, la.CostMicroUSD = u.InputTokens, u.OutputTokens, cost
+			} else if ou, oc, ok := operatorCost(c, p, &a); ok {
+				// The operator's, not the caller's: the request row has the
+				// serving attempt's cost alone.
+				la.InputTokens, la.OutputTokens, la.CostMicroUSD = ou.InputTokens, ou.OutputTokens, oc
 			}
 			if r.FirstTokenMS == 0 && a.Err == nil {
 				r.FirstTokenMS = (a.Start.Sub(c.start) + a.FirstToken).Milliseconds()
