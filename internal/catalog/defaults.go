@@ -37,6 +37,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.MetricsAuth, MetricsAuthLoopback)
 	setDefault(&c.Routing.WorkloadHeader, "X-Spillway-Workload")
 	setDefault(&c.Routing.ResidencyHeader, "X-Spillway-Residency")
+	c.applyStickyDefaults()
 	setDefault(&s.Limits.MaxMessages, 10000)
 	setDefault(&s.Limits.MaxParts, 1000)
 	setDefault(&s.Limits.MaxTools, 128)

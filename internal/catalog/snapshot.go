@@ -58,6 +58,7 @@ func Build(c *Config, file string) (*Snapshot, error) {
 			rr.Deployments[i] = s.deployments[id]
 		}
 		s.resolveRouteOptions(rr, r, pools)
+		resolveSticky(rr, r)
 		resolveHedge(rr, r)
 		if _, ok := s.routes[r.Model]; !ok {
 			s.routes[r.Model] = rr

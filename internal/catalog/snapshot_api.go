@@ -25,6 +25,12 @@ type ResolvedRoute struct {
 	// lowest protected priority.
 	Shed      Shed
 	ShedBelow Priority
+	// StickyTTL is how long a conversation pin lives; 0 when the route
+	// does not pin conversations (see Sticky).
+	StickyTTL Duration
+	// RankCostLatency: the kept rungs are ordered by cache-adjusted cost,
+	// then observed first-token latency.
+	RankCostLatency bool
 	// Hedge is the route's hedge (nil: none); RefusalBuffer its refusal
 	// failover's buffer in bytes (0: off).
 	Hedge         *Hedge

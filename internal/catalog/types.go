@@ -400,6 +400,13 @@ type Route struct {
 	// Shed refuses requests below a priority while the rung they would
 	// go to is past a share of its quota. Zero: nothing is shed.
 	Shed Shed `yaml:"shed,omitempty"`
+	// Sticky pins each conversation to the rung that served it; on by
+	// default when the pool has more than one deployment (see Sticky).
+	Sticky Sticky `yaml:"sticky,omitempty"`
+	// Rank orders the rungs the gates kept: "configured" (the default)
+	// keeps the pool's order; "cost_latency" orders them by
+	// cache-adjusted cost, then observed first-token latency.
+	Rank string `yaml:"rank,omitempty"`
 	// Hedge starts the next rung alongside a first attempt that has no
 	// first token within a threshold; the first to commit serves. Nil
 	// (the default): no hedging.
@@ -459,6 +466,14 @@ type Routing struct {
 	// PriorityHeader carries a request's priority (low, normal, high,
 	// critical), at most its key's own. Default X-Spillway-Priority.
 	PriorityHeader string `yaml:"priority_header"`
+	// ConversationHeader carries a caller's conversation id, for sticky
+	// routes; without it a conversation is known by its system prompt and
+	// first user turn. At most 256 bytes. Default X-Spillway-Conversation.
+	ConversationHeader string `yaml:"conversation_header"`
+	// StickyCapacity bounds the conversation pins kept, across all routes
+	// (the least recently served is evicted first; about 60 bytes each).
+	// Default 100000; at most 10,000,000. Read at start-up.
+	StickyCapacity int `yaml:"sticky_capacity"`
 }
 
 // Duration is a time.Duration written as "1.5s", "200ms", "2m".

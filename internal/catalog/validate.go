@@ -58,6 +58,7 @@ func (c *Config) Validate(file string) Problems {
 	pools := c.validatePools(p, deps)
 	c.validateRoutes(p, pools)
 	c.validateRouteOptions(p)
+	c.validateSticky(p)
 	c.validateHedges(p)
 	p.ps.sortByLine()
 	return p.ps

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/sticky"
 )
 
 // Reasons a rung is dropped by a gate (besides the health reasons the
@@ -49,6 +50,10 @@ type Input struct {
 	Rates Rates
 	// Turns hands out exercise turns; nil exercises nothing.
 	Turns Turns
+	// Conversation is the conversation header's value ("" when not sent)
+	// and Sticky the pins it is looked up in (nil: no stickiness).
+	Conversation string
+	Sticky       Sticky
 }
 
 // Verdict is what planning decided.
@@ -92,6 +97,18 @@ type Plan struct {
 	Exercise *catalog.Deployment
 	// Shedding says why the request was shed (Verdict Shed).
 	Shedding Shedding
+	// Conversation is the request's conversation key, when Keyed (its
+	// route keeps pins and something identifies the conversation): the
+	// server pins it to the rung that serves.
+	Conversation sticky.Key
+	Keyed        bool
+	// Pin is the deployment that served the conversation's last turn (""
+	// when none is known); Sticky is the same when the pin was applied,
+	// moving that rung to the front of Order.
+	Pin, Sticky string
+	// Ranking is what ranking saw of each kept rung, in the ranked order;
+	// empty unless Order was ranked (a route that ranks, two rungs kept).
+	Ranking []Ranked
 	// Hedge is when the first attempt is joined by the next rung (zero:
 	// never); RefusalBuffer the route's refusal failover buffer in bytes
 	// (0: a refusal is the answer). See hedge.go.
@@ -111,7 +128,7 @@ func Make(snap *catalog.Snapshot, in *Input, h Health, r Readiness) *Plan {
 // MakeInto is Make into p, reusing its slices: a caller that plans often
 // (a benchmark, a pooled request) allocates nothing.
 func MakeInto(p *Plan, snap *catalog.Snapshot, in *Input, h Health, r Readiness) {
-	*p = Plan{Candidates: p.Candidates[:0], Order: p.Order[:0]}
+	*p = Plan{Candidates: p.Candidates[:0], Order: p.Order[:0], Ranking: p.Ranking[:0]}
 	rr, known := snap.Match(&in.Attrs)
 	switch {
 	case !known:
@@ -122,6 +139,7 @@ func MakeInto(p *Plan, snap *catalog.Snapshot, in *Input, h Health, r Readiness)
 		return
 	}
 	p.Route = rr
+	p.converse(in)
 	need := needsOf(in.Req)
 	healthSkips := 0
 	for _, d := range rr.Deployments {
@@ -140,6 +158,7 @@ func MakeInto(p *Plan, snap *catalog.Snapshot, in *Input, h Health, r Readiness)
 		}
 		p.Candidates = append(p.Candidates, c)
 	}
+	p.arrange(in, h)
 	healthSkips += p.addFallback(in, &need, h, r)
 	if len(p.Order) > 0 {
 		p.exercise(in)

@@ -41,6 +41,13 @@ type Explanation struct {
 	Exercise string `json:"exercise,omitempty"`
 	// Shed says why the request would be shed (verdict "shed").
 	Shed *ExplainedShed `json:"shed,omitempty"`
+	// Pin is the deployment that served the conversation's last turn;
+	// Sticky is the same when the pin moved it to the front of Order (it
+	// is kept and healthy, and the request continues the conversation).
+	Pin    string `json:"pin,omitempty"`
+	Sticky string `json:"sticky,omitempty"`
+	// Rank is "cost_latency" when Order was ranked (see the rungs' rank).
+	Rank string `json:"rank,omitempty"`
 	// Hedge is the route's hedge and the threshold this request would
 	// use; RefusalFailover the route's refusal failover. Absent when the
 	// route has none.
@@ -68,6 +75,10 @@ type ExplainedRung struct {
 	ModelChange string `json:"model_change,omitempty"`
 	// Quota is a rung's declared quota and its use in the last minute.
 	Quota *ExplainedQuota `json:"quota,omitempty"`
+	// Sticky marks the rung the conversation is pinned to, tried first.
+	Sticky bool `json:"sticky,omitempty"`
+	// Rank is what ranking saw of a kept rung, on a ranked route.
+	Rank *ExplainedRank `json:"rank,omitempty"`
 }
 
 // handleExplain explains routing for a request: GET with ?model= (and
@@ -123,8 +134,16 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("workload"); v != "" {
 		hr.Header.Set(rc.WorkloadHeader, v)
 	}
+	if v := q.Get("conversation"); v != "" {
+		hr.Header.Set(rc.ConversationHeader, v)
+	}
 	attrs := s.attributes(hr, key, req, rt.snap)
 	prio, pub := explainPriority(q.Get("priority"))
+	if pub != nil {
+		writeJSONError(w, pub)
+		return
+	}
+	conv, pub := conversation(hr, rt.snap)
 	if pub != nil {
 		writeJSONError(w, pub)
 		return
@@ -132,7 +151,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	// Exercise turns are read, not taken: explain shows the decision the
 	// next request would get.
 	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: attrs, InputTokens: budget.EstimateInputTokens(req.InputBytes()),
-		Priority: prio, Rates: rt.routing, Turns: (*turnPeeker)(rt.routing)}, s.health, rt)
+		Priority: prio, Rates: rt.routing, Turns: (*turnPeeker)(rt.routing), Conversation: conv, Sticky: s.pins}, s.health, rt)
 	if pl.Verdict == route.UnknownModel {
 		writeJSONError(w, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model", Message: "no route for model " + strconv.Quote(req.Model)})
 		return
@@ -169,6 +188,7 @@ func explain(pl *route.Plan, model string, h *health.Tracker, now time.Time) Exp
 			ex.Order = append(ex.Order, d.ID)
 		}
 	}
+	explainOrder(&ex, pl)
 	explainRace(&ex, pl)
 	return ex
 }

@@ -51,6 +51,7 @@ type call struct {
 	key     *ledger.Key
 	req     *canonical.Request
 	route   *catalog.ResolvedRoute
+	plan    *route.Plan
 	meta    dialect.Meta
 	status  int
 	outcome string
@@ -125,8 +126,14 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, c, pub, nil)
 		return
 	}
+	conv, pub := conversation(r, rt.snap)
+	if pub != nil {
+		s.writeError(w, c, pub, nil)
+		return
+	}
 	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: s.attributes(r, key, req, rt.snap), InputTokens: c.inputEst,
-		Priority: prio, Rates: rt.routing, Turns: (*turnTaker)(rt.routing)}, s.health, rt)
+		Priority: prio, Rates: rt.routing, Turns: (*turnTaker)(rt.routing), Conversation: conv, Sticky: s.pins}, s.health, rt)
+	c.plan = pl
 	if pub := unrouted(pl, req); pub != nil {
 		s.writeError(w, c, pub, nil)
 		return
@@ -217,6 +224,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	res := s.engine.Complete(r.Context(), p, req)
 	defer res.Release() // the answer's memory, once it is written
+	s.recordPin(c.plan, p, res)
 	if res.Err != nil {
 		if res.Err.Class == failure.ClientCancelled {
 			s.settle(r.Context(), c, p, res, false)

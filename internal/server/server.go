@@ -29,6 +29,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/metrics"
 	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/sticky"
 )
 
 // Snapshots supplies the current catalog snapshot (a *catalog.Holder).
@@ -78,6 +79,9 @@ type Options struct {
 	// Transport wraps each deployment's transport, e.g. for tests
 	// (default nil: the deployment's own transport).
 	Transport func(d *catalog.Deployment, base http.RoundTripper) http.RoundTripper
+	// Sticky keeps the conversation pins (default: a store of
+	// routing.sticky_capacity pins on Now).
+	Sticky *sticky.Store
 }
 
 // Server serves the gateway's HTTP API.
@@ -90,6 +94,7 @@ type Server struct {
 	streamBufs sync.Pool
 	health     *health.Tracker
 	engine     *engine.Engine
+	pins       *sticky.Store
 
 	rtMu sync.Mutex
 	rt   atomic.Pointer[runtime]
@@ -124,7 +129,10 @@ func New(opts Options) *Server {
 			opts.Metrics.WatchConfig(cs.Status)
 		}
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency}
+	if opts.Sticky == nil {
+		opts.Sticky = newPins(&opts)
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency, pins: opts.Sticky}
 	s.engine = engine.New(opts.Log, engine.WithGate(quotaGate{next: healthGate{opts.Health}, s: s}),
 		engine.WithAnswerMemory(opts.Catalog.Load().Config().Server.MaxAnswerMemory),
 		engine.WithObserver(opts.Metrics))

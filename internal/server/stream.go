@@ -71,6 +71,9 @@ type streamSink struct {
 }
 
 func (k *streamSink) Commit(res *engine.Result) error {
+	// The rung serves from here on: its conversation's next turn may be
+	// sent as soon as this stream ends, so the pin is recorded now.
+	k.s.recordPin(k.c.plan, k.p, res)
 	h := k.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
