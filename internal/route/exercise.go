@@ -23,7 +23,10 @@ type Turns interface {
 // only failover sends a request to another model.
 func (p *Plan) exercise(in *Input) {
 	rr := p.Route
-	if in.Turns == nil || rr.Exercise <= 0 || p.Verdict != Planned {
+	// A pinned conversation is not exercised: moving it would throw its
+	// prompt cache away (and the pin would follow the secondary). The
+	// share is of unpinned traffic.
+	if in.Turns == nil || rr.Exercise <= 0 || p.Verdict != Planned || p.Sticky != "" {
 		return
 	}
 	own := p.ownKept()

@@ -243,6 +243,19 @@ func TestExerciseEligibility(t *testing.T) {
 	if by["b"] != 0 || by["c"] != 10 {
 		t.Errorf("exercised %v, want c alone, 10 times", by)
 	}
+	// A pinned conversation keeps its rung first and takes no turn.
+	turns = &counter{}
+	for range 100 {
+		in := optsReq("frontier")
+		in.Turns, in.Sticky, in.Conversation = turns, &fakeSticky{pin: "b"}, "conv-1"
+		p := Make(snap, in, &fakeHealth{}, &fakeReady{})
+		if p.Exercise != nil || p.Order[0].ID != "b" {
+			t.Fatalf("pinned conversation: exercised %v, order %v", p.Exercise, ids(p.Order))
+		}
+	}
+	if turns.n.Load() != 0 {
+		t.Errorf("pinned conversations took %d exercise turns", turns.n.Load())
+	}
 }
 
 // Shedding: below the protected priority, a request is refused when the
