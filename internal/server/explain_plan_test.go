@@ -184,3 +184,25 @@ func TestExplainGolden(t *testing.T) {
 		})
 	}
 }
+
+// Every rung a plan drops is counted with its gate, so a dashboard shows
+// why traffic skips a deployment.
+func TestDroppedRungsMetric(t *testing.T) {
+	h := newHarnessWith(t, func(c *catalog.Config) { c.Deployments[1].Tenants.Deny = []string{"acme"} },
+		rungSpec{"primary", "openai"}, rungSpec{"secondary", "anthropic"})
+	for range 3 {
+		served(t, h, false)
+	}
+	req, _ := http.NewRequest(http.MethodGet, h.gw.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `spillway_rungs_dropped_total{deployment="secondary",reason="tenant_denied",route="` + publicModel + `"} 3`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("metrics lack %s:\n%s", want, grepLines(string(b), "rungs_dropped"))
+	}
+}

@@ -139,6 +139,11 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rr := pl.Route
+	for i := range pl.Candidates {
+		if c := &pl.Candidates[i]; !c.Kept {
+			s.opts.Metrics.ObserveDropped(rr.Public, c.Deployment.ID, c.Reason)
+		}
+	}
 	if rr.Pool.Embeddings() != (req.Embed != nil) {
 		what := "a chat model: call it through /v1/chat/completions, /v1/responses or /v1/messages"
 		if rr.Pool.Embeddings() {
