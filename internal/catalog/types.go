@@ -18,6 +18,8 @@ type Config struct {
 	Pools       []Pool       `yaml:"pools"`
 	Routes      []Route      `yaml:"routes"`
 	Routing     Routing      `yaml:"routing"`
+	// Telemetry exports traces (off by default); see telemetry.go.
+	Telemetry Telemetry `yaml:"telemetry,omitempty"`
 
 	// lines maps a field path ("deployments[2].base_url") to the line it was
 	// written on, so that validation can point at it. Set by Load/Parse;
