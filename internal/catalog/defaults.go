@@ -71,6 +71,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	c.applyRouteDefaults()
 	c.applyHedgeDefaults()
+	c.applySharedStateDefaults()
 	c.applyTelemetryDefaults()
 }
 

@@ -18,6 +18,9 @@ type Config struct {
 	Pools       []Pool       `yaml:"pools"`
 	Routes      []Route      `yaml:"routes"`
 	Routing     Routing      `yaml:"routing"`
+	// SharedState shares health, limits and idempotency across replicas
+	// (none by default); see sharedstate.go.
+	SharedState SharedState `yaml:"shared_state,omitempty"`
 	// Telemetry exports traces (off by default); see telemetry.go.
 	Telemetry Telemetry `yaml:"telemetry,omitempty"`
 

@@ -60,6 +60,7 @@ func (c *Config) Validate(file string) Problems {
 	c.validateRouteOptions(p)
 	c.validateSticky(p)
 	c.validateHedges(p)
+	c.validateSharedState(p)
 	c.validateTelemetry(p)
 	p.ps.sortByLine()
 	return p.ps
@@ -490,6 +491,7 @@ func (c *Config) Warnings(file string) Problems {
 	}
 	c.routeOptionWarnings(p)
 	c.hedgeWarnings(p)
+	c.sharedStateWarnings(p)
 	c.telemetryWarnings(p)
 	p.ps.sortByLine()
 	return p.ps

@@ -1,0 +1,76 @@
+package catalog
+
+import (
+	"testing"
+	"time"
+)
+
+// Unhappy paths first: every way a shared_state block is refused, each
+// naming its field and line (the routeopts base config is 14 lines).
+func TestSharedStateRefusals(t *testing.T) {
+	tests := []struct {
+		name, block string
+		wants       []want
+	}{
+		{"unknown driver", "shared_state: {driver: memcached}\n", []want{{14, "shared_state.driver", `"memcached" is not none or redis`}}},
+		{"url written in the file", "shared_state: {driver: redis, url_env: \"redis://:pw@r:6379/0\"}\n",
+			[]want{{14, "shared_state.url_env", "not an environment variable name"}}},
+		{"prefix with a space", "shared_state: {driver: redis, key_prefix: \"my gw\"}\n", []want{{14, "shared_state.key_prefix", "lower-case"}}},
+		{"timeout too long", "shared_state: {driver: redis, timeout: 10s}\n", []want{{14, "shared_state.timeout", "outside 1ms..5s"}}},
+		{"timeout below a millisecond", "shared_state: {driver: redis, timeout: 10us}\n", []want{{14, "shared_state.timeout", "outside 1ms..5s"}}},
+		{"retry too often", "shared_state: {driver: redis, retry_every: 1ms}\n", []want{{14, "shared_state.retry_every", "outside 10ms..1m"}}},
+		{"lease too short", "shared_state: {driver: redis, probe_lease: 100ms}\n", []want{{14, "shared_state.probe_lease", "outside 1s..10m"}}},
+		{"unknown budget policy", "shared_state: {driver: redis, budgets_when_down: open}\n", []want{{14, "shared_state.budgets_when_down", `"open" is not refuse or allowance`}}},
+		{"allowance above one", "shared_state: {driver: redis, budgets_when_down: allowance, down_allowance: 2}\n", []want{{14, "shared_state.down_allowance", "outside 0..1"}}},
+		{"unknown key", "shared_state: {driver: redis, url: x}\n", []want{{14, "shared_state.url", "unknown"}}},
+		{"line of a nested field", "shared_state:\n  driver: redis\n  timeout: 1h\n", []want{{16, "shared_state.timeout", "outside 1ms..5s"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			requireProblems(t, parseProblems(t, optsBase+tc.block), tc.wants...)
+		})
+	}
+}
+
+// None by default, and none shows nothing in the served config; redis gets
+// its defaults.
+func TestSharedStateDefaults(t *testing.T) {
+	c, err := Parse([]byte(optsBase), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.SharedState; s.On() || s != (SharedState{}) {
+		t.Errorf("shared_state unset: %+v, want none and zero", s)
+	}
+	c, err = Parse([]byte(optsBase+"shared_state: {driver: redis}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SharedState{Driver: "redis", URLEnv: "SPILLWAY_REDIS_URL", KeyPrefix: "spillway",
+		Timeout: Duration(50 * time.Millisecond), RetryEvery: Duration(time.Second),
+		ProbeLease: Duration(30 * time.Second), BudgetsWhenDown: "refuse"}
+	if c.SharedState != want {
+		t.Errorf("redis defaults: %+v, want %+v", c.SharedState, want)
+	}
+	c, err = Parse([]byte(optsBase+"shared_state: {driver: redis, budgets_when_down: allowance}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.SharedState.DownAllowance; a != DefaultSharedDownAllowance {
+		t.Errorf("allowance default %v, want %v", a, DefaultSharedDownAllowance)
+	}
+}
+
+// Settings that do nothing are allowed, with a warning.
+func TestSharedStateWarnings(t *testing.T) {
+	c, errs, warns := Check([]byte(optsBase+"shared_state: {url_env: REDIS_URL}\n"), "w.yaml")
+	if len(errs) != 0 || c == nil {
+		t.Fatalf("errors: %v", errs)
+	}
+	requireProblems(t, warns, want{14, "shared_state", "the driver is none"})
+	_, errs, warns = Check([]byte(optsBase+"shared_state: {driver: redis, down_allowance: 0.2}\n"), "w.yaml")
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	requireProblems(t, warns, want{14, "shared_state.down_allowance", "budgets_when_down is refuse"})
+}
