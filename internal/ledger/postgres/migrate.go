@@ -1,0 +1,206 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations are applied in order; migrations[i] brings the schema to
+// version i+1. The versions are the SQLite store's (internal/ledger/sqlite):
+// version N holds the same tables and columns in both, in each engine's
+// dialect. Never edit or reorder a released migration: add one, to both
+// stores.
+//
+// No table has a prompt, response or any content column: the ledger is
+// content-free by contract. Times are BIGINT microseconds since the Unix
+// epoch, UTC. Counts and costs are BIGINT: a row an older gateway wrote
+// from a hostile provider may hold any int64 until Repair rewrites it.
+//
+// Room for per-scope aggregates (spend per org, team, key and model per
+// day, kept when raw rows are pruned): WriteBatch learns exactly which
+// settlements it inserted (RETURNING of the requests insert, see
+// sqlSettle), so a later migration can add an aggregate table and a
+// data-modifying CTE that upserts into it from those rows only, in the
+// same statement: a replayed settlement is then never counted twice.
+func migrations() [SchemaVersion]string {
+	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6}
+}
+
+// SchemaVersion is the schema version this binary writes.
+const SchemaVersion = 6
+
+// migrateLock is the advisory lock key every spillway holds while it
+// migrates (a transaction-scoped lock: nothing is left held if a
+// connection dies, and it works through a transaction-pooling proxy).
+// 0x5350574C is "SPWL".
+const migrateLock int64 = 0x5350574C_00000001
+
+const migration1 = `
+CREATE TABLE keys (
+	id          TEXT PRIMARY KEY,
+	hash        BYTEA NOT NULL UNIQUE,
+	prefix      TEXT NOT NULL,
+	org         TEXT NOT NULL,
+	team        TEXT NOT NULL,
+	models      TEXT[] NOT NULL,        -- public model names; {} = all
+	created_at  BIGINT NOT NULL,
+	revoked_at  BIGINT                  -- NULL while the key is valid
+);
+CREATE TABLE budgets (
+	scope               TEXT NOT NULL CHECK (scope IN ('org','team','key','model')),
+	id                  TEXT NOT NULL,
+	credit_micro_usd    BIGINT,         -- NULL = no limit
+	daily_cap_micro_usd BIGINT,         -- NULL = no limit
+	rpm                 INTEGER NOT NULL DEFAULT 0,
+	tpm                 INTEGER NOT NULL DEFAULT 0,
+	updated_at          BIGINT NOT NULL,
+	PRIMARY KEY (scope, id)
+);
+CREATE TABLE reservations (
+	request_id    TEXT PRIMARY KEY,
+	key_id        TEXT NOT NULL,
+	org           TEXT NOT NULL,
+	team          TEXT NOT NULL,
+	public_model  TEXT NOT NULL,
+	amount_micro  BIGINT NOT NULL,
+	created_at    BIGINT NOT NULL,
+	settled_at    BIGINT,               -- set in the settling transaction
+	released_at   BIGINT                -- set by RecoverOpen after a crash
+);
+CREATE TABLE requests (
+	request_id          TEXT PRIMARY KEY, -- a settlement can never be written twice
+	org                 TEXT NOT NULL,
+	team                TEXT NOT NULL,
+	key_id              TEXT NOT NULL,
+	public_model        TEXT NOT NULL,
+	exact_model         TEXT NOT NULL,
+	deployment          TEXT NOT NULL,
+	route_depth         INTEGER NOT NULL,
+	attempts            INTEGER NOT NULL,
+	status              TEXT NOT NULL,
+	failure_class       TEXT NOT NULL,
+	input_tokens        BIGINT NOT NULL,
+	output_tokens       BIGINT NOT NULL,
+	cached_tokens       BIGINT NOT NULL,
+	cost_micro_usd      BIGINT NOT NULL,
+	cost_status         TEXT NOT NULL,
+	reserved_micro_usd  BIGINT NOT NULL,
+	streamed            BOOLEAN NOT NULL,
+	first_token_ms      BIGINT NOT NULL,
+	latency_ms          BIGINT NOT NULL,
+	started_at          BIGINT NOT NULL,
+	finished_at         BIGINT NOT NULL
+);
+CREATE TABLE attempts (
+	request_id     TEXT NOT NULL REFERENCES requests (request_id),
+	seq            INTEGER NOT NULL,
+	deployment     TEXT NOT NULL,
+	failure_class  TEXT NOT NULL,
+	http_status    INTEGER NOT NULL,
+	input_tokens   BIGINT NOT NULL,
+	output_tokens  BIGINT NOT NULL,
+	cost_micro_usd BIGINT NOT NULL,
+	first_byte_ms  BIGINT NOT NULL,
+	duration_ms    BIGINT NOT NULL,
+	started_at     BIGINT NOT NULL,
+	PRIMARY KEY (request_id, seq)
+);
+`
+
+// migration2: the indexes that SQLite's migrations 2 and 3 leave: a time
+// range, a key's own usage, and the open reservations found at start-up
+// and closed by every batch. (SQLite's migration 2 also made org, team,
+// model and deployment indexes that its migration 3 dropped as costing
+// every insert more than they saved; they were never made here.)
+const migration2 = `
+CREATE INDEX requests_started_at ON requests (started_at);
+CREATE INDEX requests_key ON requests (key_id, started_at);
+CREATE INDEX reservations_open ON reservations (created_at)
+	WHERE settled_at IS NULL AND released_at IS NULL;
+`
+
+// migration3: nothing (SQLite's dropped indexes this schema never made);
+// the version is kept so that both stores count alike.
+const migration3 = `SELECT 1;`
+
+// migration4: the admin credential; only its hash is stored.
+const migration4 = `
+CREATE TABLE admin_keys (
+	id          TEXT PRIMARY KEY,
+	hash        BYTEA NOT NULL UNIQUE,
+	prefix      TEXT NOT NULL,
+	created_at  BIGINT NOT NULL,
+	revoked_at  BIGINT                  -- NULL while the key is valid
+);
+`
+
+// migration5: a key's residency, which routing enforces.
+const migration5 = `
+ALTER TABLE keys ADD COLUMN residency TEXT NOT NULL DEFAULT '';
+`
+
+// migration6: a key's priority, which shedding reads, and whether a
+// request was routed to a secondary rung first to exercise it.
+const migration6 = `
+ALTER TABLE keys ADD COLUMN priority TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN exercise BOOLEAN NOT NULL DEFAULT false;
+`
+
+// migrate applies every migration past the database's version, each in its
+// own transaction with its schema_migrations row and the advisory lock, so
+// that replicas starting at once apply each migration exactly once (the
+// others wait, then find it applied), and a crash mid-way leaves a
+// consistent older version that the next start continues. Running it on
+// an up-to-date database changes nothing.
+func migrate(ctx context.Context, pool *pgxpool.Pool, now func() time.Time) error {
+	for {
+		done, err := migrateOne(ctx, pool, now)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func migrateOne(ctx context.Context, pool *pgxpool.Pool, now func() time.Time) (done bool, err error) {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return false, fmt.Errorf("ledger/postgres: migrate: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+		return false, fmt.Errorf("ledger/postgres: migrate: lock: %w", err)
+	}
+	// Under the lock: CREATE TABLE IF NOT EXISTS races itself otherwise.
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	applied_at BIGINT NOT NULL
+)`); err != nil {
+		return false, fmt.Errorf("ledger/postgres: migrate: %w", err)
+	}
+	var have int
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return false, fmt.Errorf("ledger/postgres: migrate: read version: %w", err)
+	}
+	if have > SchemaVersion {
+		return false, &SchemaVersionError{Have: have, Known: SchemaVersion}
+	}
+	if have == SchemaVersion {
+		return true, tx.Commit(ctx)
+	}
+	// The simple protocol: a migration is several statements.
+	if _, err := tx.Exec(ctx, migrations()[have], pgx.QueryExecModeSimpleProtocol); err != nil {
+		return false, fmt.Errorf("ledger/postgres: migration %d: %w", have+1, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`,
+		have+1, micros(now())); err != nil {
+		return false, fmt.Errorf("ledger/postgres: migration %d: %w", have+1, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("ledger/postgres: migration %d: commit: %w", have+1, err)
+	}
+	return false, nil
+}
