@@ -29,6 +29,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
 	"github.com/spillway-gw/spillway/internal/loadgen"
+	"github.com/spillway-gw/spillway/internal/loadgen/wrk"
 	"github.com/spillway-gw/spillway/internal/server"
 )
 
@@ -61,9 +62,18 @@ How to read it:
                translates to and from the OpenAI mock. direct and bare do
                not translate: their translated row is their stream row.
   ratios       spillway/bare CPU per request (targets: plain <= 1.2,
-               stream <= 1.3, translated <= 1.8) and throughput (plain
-               >= 0.9); spillway's and bare's time-to-first-byte overhead
-               over direct at p50 and p99, ms (target: spillway p99 < 1).
+               stream <= 1.3, translated <= 1.4), throughput (>= 0.9 at
+               128 clients) and resident memory (<= 2); spillway's and
+               bare's time-to-first-byte overhead over direct at p50 and
+               p99, ms (target: spillway p99 < 1 with one stream in
+               flight: --concurrency 1), for each driver.
+  --driver     go (the default) loads with this binary's generator;
+               wrk with wrk (Debian's package, installed with apt-get when
+               missing and root) and the bench's Lua script
+               (internal/loadgen/wrk/bench.lua: the same requests, the
+               terminator checked); go,wrk measures every cell with both,
+               interleaved, and prints both sets of ratios. wrk measures
+               no time to first byte, and its load us/req is wrk's own.
   --slow-streams N   instead of the table: N streams held open through
                bare and spillway while the mock sends one event a second;
                resident memory in flight minus idle, per stream (target
@@ -100,6 +110,10 @@ const (
 func benchPaths() []string { return []string{"direct", "bare", "spillway"} }
 func benchModes() []string { return []string{"plain", "stream", "translated"} }
 
+// benchDrivers are the load generators: the Go one (internal/loadgen) and
+// wrk (internal/loadgen/wrk), an outside one written in C.
+func benchDrivers() []string { return []string{"go", "wrk"} }
+
 // benchCPUTarget is the issue's bound on spillway/bare CPU per request.
 func benchCPUTarget(mode string) float64 {
 	switch mode {
@@ -108,7 +122,7 @@ func benchCPUTarget(mode string) float64 {
 	case "stream":
 		return 1.3
 	}
-	return 1.8
+	return 1.4
 }
 
 // benchConfig is the parsed command line.
@@ -117,6 +131,7 @@ type benchConfig struct {
 	concurrency      []int
 	rate             float64
 	paths, modes     []string
+	drivers          []string
 	pin              map[string][]int
 	slow             int
 	events           int
@@ -156,6 +171,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.Float64Var(&c.rate, "rate", 0, "requests per second per cell (open loop); 0: closed loop")
 	paths := fs.String("paths", strings.Join(benchPaths(), ","), "paths to measure: direct, bare, spillway")
 	modes := fs.String("modes", strings.Join(benchModes(), ","), "request kinds: plain, stream, translated")
+	drivers := fs.String("driver", "go", "load generators, comma-separated: go (this binary's), wrk (installed with apt-get when missing and root); go,wrk measures every cell with both")
 	pin := fs.String("pin", "", "pin processes to CPUs, e.g. mock=0,proxy=1,load=0 (ranges as 0-1); proxy covers bare and spillway")
 	fs.IntVar(&c.slow, "slow-streams", 0, "RSS mode: hold this many slow streams open through bare and spillway (instead of the table)")
 	fs.IntVar(&c.events, "events", 20, "content events per streamed answer (the mock's tokens)")
@@ -182,6 +198,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 	if c.modes, err = parseChoices(*modes, benchModes()); err != nil {
 		return nil, usageErrorf("--modes: %v", err)
 	}
+	if c.drivers, err = parseChoices(*drivers, benchDrivers()); err != nil {
+		return nil, usageErrorf("--driver: %v", err)
+	}
 	if c.pin, err = parsePin(*pin); err != nil {
 		return nil, usageErrorf("--pin: %v", err)
 	}
@@ -198,6 +217,10 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 		return nil, usageErrorf("--rounds must be from 1 to 100")
 	case c.rounds > 1 && c.slow > 0:
 		return nil, usageErrorf("--rounds applies to the table, not to --slow-streams")
+	case c.slow > 0 && slices.Contains(c.drivers, "wrk"):
+		return nil, usageErrorf("--driver wrk applies to the table, not to --slow-streams")
+	case c.rate > 0 && slices.Contains(c.drivers, "wrk"):
+		return nil, usageErrorf("--driver wrk runs a closed loop: it does not take --rate")
 	}
 	if c.exe == "" {
 		if c.exe, err = os.Executable(); err != nil {
@@ -274,6 +297,9 @@ type bencher struct {
 	children       []*child
 	mock, bare, gw *child
 	key            string
+	// wrkBin and wrkScript are the wrk binary and bench.lua's path, when
+	// wrk drives.
+	wrkBin, wrkScript string
 }
 
 // benchReport is everything a run measured, as --json writes it.
@@ -283,6 +309,7 @@ type benchReport struct {
 	NumCPU            int              `json:"num_cpu"`
 	ClockTicks        int64            `json:"clock_ticks_per_s"`
 	ClockTicksAssumed bool             `json:"clock_ticks_assumed,omitempty"`
+	Drivers           []string         `json:"drivers"`
 	Duration          float64          `json:"duration_s"`
 	Warmup            float64          `json:"warmup_s"`
 	Rate              float64          `json:"rate,omitempty"`
@@ -299,6 +326,8 @@ type benchReport struct {
 
 // benchCell is one path × mode × concurrency measurement.
 type benchCell struct {
+	// Driver is the load generator: go or wrk.
+	Driver      string `json:"driver"`
 	Path        string `json:"path"`
 	Mode        string `json:"mode"`
 	Concurrency int    `json:"concurrency"`
@@ -308,7 +337,8 @@ type benchCell struct {
 	SameAs string          `json:"same_as,omitempty"`
 	Load   *loadgen.Result `json:"load"`
 	// CPU µs per counted answer over the window. Proxy is the bare proxy
-	// or spillway; none on the direct path.
+	// or spillway; none on the direct path. Load is the driver's own: this
+	// process for go, the wrk process for wrk (its whole run).
 	ProxyCPU float64 `json:"proxy_cpu_us_per_req,omitempty"`
 	MockCPU  float64 `json:"mock_cpu_us_per_req"`
 	LoadCPU  float64 `json:"load_cpu_us_per_req"`
@@ -320,12 +350,15 @@ type benchCell struct {
 // benchRatio compares spillway with bare and direct for one mode and
 // concurrency.
 type benchRatio struct {
+	Driver      string  `json:"driver"`
 	Mode        string  `json:"mode"`
 	Concurrency int     `json:"concurrency"`
 	CPU         float64 `json:"cpu_spillway_over_bare,omitempty"`
 	CPUTarget   float64 `json:"cpu_target"`
 	RPS         float64 `json:"rps_spillway_over_bare,omitempty"`
 	RPSDirect   float64 `json:"rps_spillway_over_direct,omitempty"`
+	// RSS is spillway's resident memory over bare's at the window's end.
+	RSS float64 `json:"rss_spillway_over_bare,omitempty"`
 	// Time-to-first-byte overhead over direct, ms, streams only.
 	TTFBP50     *float64 `json:"ttfb_overhead_p50_ms,omitempty"`
 	TTFBP99     *float64 `json:"ttfb_overhead_p99_ms,omitempty"`
@@ -354,7 +387,7 @@ func (b *bencher) run(ctx context.Context) error {
 	rep := &benchReport{
 		Started: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(),
 		ClockTicks: b.hz, ClockTicksAssumed: !known, Duration: b.cfg.duration.Seconds(),
-		Warmup: b.cfg.warmup.Seconds(), Rate: b.cfg.rate, Events: b.cfg.events, Rounds: b.cfg.rounds,
+		Warmup: b.cfg.warmup.Seconds(), Rate: b.cfg.rate, Events: b.cfg.events, Rounds: b.cfg.rounds, Drivers: b.cfg.drivers,
 	}
 	rep.LoadAvg[0] = loadAvg()
 	if len(b.cfg.pin) > 0 {
@@ -370,6 +403,14 @@ func (b *bencher) run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(b.dir)
+	if slices.Contains(b.cfg.drivers, "wrk") {
+		if b.wrkBin, err = wrk.Ensure(ctx, b.stderr); err != nil {
+			return err
+		}
+		if b.wrkScript, err = wrk.WriteScript(b.dir); err != nil {
+			return err
+		}
+	}
 	if err := b.startAll(ctx); err != nil {
 		return err
 	}
@@ -561,42 +602,45 @@ func (b *bencher) target(path, mode string) loadgen.Target {
 	return t
 }
 
-// matrix measures every cell: modes outermost, paths innermost, so drift
-// on the machine touches the paths being compared alike.
+// matrix measures every cell: modes outermost, then concurrency, then
+// drivers, paths innermost, so drift on the machine touches the paths
+// being compared alike.
 func (b *bencher) matrix(ctx context.Context, round int) ([]*benchCell, error) {
 	var cells []*benchCell
 	total := 0
 	for _, m := range b.cfg.modes {
 		for _, p := range b.cfg.paths {
 			if !reuses(p, m, b.cfg.modes) {
-				total += len(b.cfg.concurrency)
+				total += len(b.cfg.concurrency) * len(b.cfg.drivers)
 			}
 		}
 	}
 	n := 0
 	for _, m := range b.cfg.modes {
 		for _, conc := range b.cfg.concurrency {
-			for _, p := range b.cfg.paths {
-				if reuses(p, m, b.cfg.modes) {
-					src := findCell(cells, p, "stream", conc)
-					cp := *src
-					cp.Mode, cp.SameAs = m, "stream"
-					cells = append(cells, &cp)
-					continue
+			for _, d := range b.cfg.drivers {
+				for _, p := range b.cfg.paths {
+					if reuses(p, m, b.cfg.modes) {
+						src := findCell(cells, d, p, "stream", conc)
+						cp := *src
+						cp.Mode, cp.SameAs = m, "stream"
+						cells = append(cells, &cp)
+						continue
+					}
+					n++
+					c, err := b.cell(ctx, d, p, m, conc)
+					if err != nil {
+						return nil, err
+					}
+					c.Round = round
+					prefix := ""
+					if b.cfg.rounds > 1 {
+						prefix = fmt.Sprintf("round %d/%d ", round, b.cfg.rounds)
+					}
+					fmt.Fprintf(b.stderr, "%s[%d/%d] %-3s %-8s %-10s c=%-4d %8.0f rps  ok %d cut %d errors %d  proxy %.0f µs/req\n",
+						prefix, n, total, d, p, m, conc, c.Load.RPS, c.Load.OK, c.Load.Cut, c.Load.Failed()-c.Load.Cut, c.ProxyCPU)
+					cells = append(cells, c)
 				}
-				n++
-				c, err := b.cell(ctx, p, m, conc)
-				if err != nil {
-					return nil, err
-				}
-				c.Round = round
-				prefix := ""
-				if b.cfg.rounds > 1 {
-					prefix = fmt.Sprintf("round %d/%d ", round, b.cfg.rounds)
-				}
-				fmt.Fprintf(b.stderr, "%s[%d/%d] %-8s %-10s c=%-4d %8.0f rps  ok %d cut %d errors %d  proxy %.0f µs/req\n",
-					prefix, n, total, p, m, conc, c.Load.RPS, c.Load.OK, c.Load.Cut, c.Load.Failed()-c.Load.Cut, c.ProxyCPU)
-				cells = append(cells, c)
 			}
 		}
 	}
@@ -609,17 +653,17 @@ func reuses(path, mode string, modes []string) bool {
 	return mode == "translated" && path != "spillway" && slices.Contains(modes, "stream")
 }
 
-func findCell(cells []*benchCell, path, mode string, conc int) *benchCell {
+func findCell(cells []*benchCell, driver, path, mode string, conc int) *benchCell {
 	for _, c := range cells {
-		if c.Path == path && c.Mode == mode && c.Concurrency == conc {
+		if c.Driver == driver && c.Path == path && c.Mode == mode && c.Concurrency == conc {
 			return c
 		}
 	}
 	return nil
 }
 
-// cell measures one path, mode and concurrency.
-func (b *bencher) cell(ctx context.Context, path, mode string, conc int) (*benchCell, error) {
+// cell measures one path, mode and concurrency with one driver.
+func (b *bencher) cell(ctx context.Context, driver, path, mode string, conc int) (*benchCell, error) {
 	// The mock keeps every request it saw; forget them so its memory
 	// stays flat across cells.
 	if err := b.mockControl(ctx, http.MethodPost, "/_mock/reset", ""); err != nil {
@@ -644,21 +688,28 @@ func (b *bencher) cell(ctx context.Context, path, mode string, conc int) (*bench
 		out[len(procs)], _ = loadgen.ReadProc(os.Getpid(), b.hz)
 		return out
 	}
-	client := loadgen.NewClient(conc, benchReqTimeout)
-	defer client.CloseIdleConnections()
-	res, err := loadgen.Run(ctx, loadgen.Options{
-		Target: b.target(path, mode), Client: client, Concurrency: conc, Rate: b.cfg.rate,
-		Warmup: b.cfg.warmup, Duration: b.cfg.duration,
-		OnWindowStart: func() { before = sample() },
-		OnWindowEnd:   func() { after = sample() },
-	})
+	var res *loadgen.Result
+	var wrkCPU time.Duration
+	var err error
+	if driver == "wrk" {
+		res, wrkCPU, err = b.wrkCell(ctx, path, mode, conc, func() { before = sample() }, func() { after = sample() })
+	} else {
+		client := loadgen.NewClient(conc, benchReqTimeout)
+		defer client.CloseIdleConnections()
+		res, err = loadgen.Run(ctx, loadgen.Options{
+			Target: b.target(path, mode), Client: client, Concurrency: conc, Rate: b.cfg.rate,
+			Warmup: b.cfg.warmup, Duration: b.cfg.duration,
+			OnWindowStart: func() { before = sample() },
+			OnWindowEnd:   func() { after = sample() },
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
 	if sampleErr != nil {
 		return nil, fmt.Errorf("%w\n%s", sampleErr, b.tails())
 	}
-	c := &benchCell{Path: path, Mode: mode, Concurrency: conc, Load: res}
+	c := &benchCell{Driver: driver, Path: path, Mode: mode, Concurrency: conc, Load: res}
 	if before == nil || after == nil {
 		return c, nil
 	}
@@ -674,7 +725,48 @@ func (b *bencher) cell(ctx context.Context, path, mode string, conc int) (*bench
 		c.ProxyCPU, c.ProxyRSS = perReq(1), after[1].RSS>>10
 	}
 	c.LoadCPU = perReq(len(procs))
+	if driver == "wrk" && n > 0 {
+		c.LoadCPU = float64(wrkCPU) / float64(time.Microsecond) / n
+	}
 	return c, nil
+}
+
+// wrkCell loads one path with wrk: a warm-up run (whole seconds, as wrk
+// counts), then the measured run, with the processes sampled just before
+// it starts and just after it ends. Unlike the Go driver's window, that
+// counts the CPU of the requests wrk abandons in flight when it stops and
+// of opening its connections: at most conc requests' worth, a percent or
+// two of a run of several seconds.
+func (b *bencher) wrkCell(ctx context.Context, path, mode string, conc int, start, end func()) (*loadgen.Result, time.Duration, error) {
+	t := b.target(path, mode)
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return nil, 0, err
+	}
+	wmode := mode
+	if mode == "translated" && path != "spillway" {
+		wmode = "stream" // only spillway translates
+	}
+	key := ""
+	if path == "spillway" {
+		key = b.key
+	}
+	o := wrk.Options{Bin: b.wrkBin, Script: b.wrkScript, BaseURL: u.Scheme + "://" + u.Host, Mode: wmode, Key: key,
+		Model: benchModel, Connections: conc, Timeout: benchReqTimeout, CPUs: b.cfg.pin["load"]}
+	if b.cfg.warmup > 0 {
+		o.Duration = b.cfg.warmup
+		if _, _, err := wrk.Run(ctx, o); err != nil {
+			return nil, 0, fmt.Errorf("%s warm-up: %w\n%s", t.Name, err, b.tails())
+		}
+	}
+	o.Duration = b.cfg.duration
+	start()
+	rep, cpu, err := wrk.Run(ctx, o)
+	end()
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w\n%s", t.Name, err, b.tails())
+	}
+	return rep.Result(t.Name, conc), cpu, nil
 }
 
 func (b *bencher) mockControl(ctx context.Context, method, path, body string) error {
@@ -694,37 +786,47 @@ func (b *bencher) mockControl(ctx context.Context, method, path, body string) er
 	return nil
 }
 
-// ratios compares spillway with bare (CPU, throughput) and with direct
-// (time to first byte) for every mode and concurrency measured.
+// ratios compares spillway with bare (CPU, throughput, memory) and with
+// direct (time to first byte) for every mode, concurrency and driver
+// measured.
 func ratios(cells []*benchCell, cfg *benchConfig) []*benchRatio {
 	var out []*benchRatio
 	for _, m := range cfg.modes {
 		for _, conc := range cfg.concurrency {
-			gw := findCell(cells, "spillway", m, conc)
-			if gw == nil {
-				continue
-			}
-			r := &benchRatio{Mode: m, Concurrency: conc, CPUTarget: benchCPUTarget(m)}
-			if bare := findCell(cells, "bare", m, conc); bare != nil {
-				r.CPU = ratio(gw.ProxyCPU, bare.ProxyCPU)
-				r.RPS = ratio(gw.Load.RPS, bare.Load.RPS)
-			}
-			direct := findCell(cells, "direct", m, conc)
-			if direct == nil {
-				out = append(out, r)
-				continue
-			}
-			r.RPSDirect = ratio(gw.Load.RPS, direct.Load.RPS)
-			if d := direct.Load.TTFB; d != nil && gw.Load.TTFB != nil {
-				r.TTFBP50, r.TTFBP99 = ptr(gw.Load.TTFB.P50-d.P50), ptr(gw.Load.TTFB.P99-d.P99)
-				if bare := findCell(cells, "bare", m, conc); bare != nil && bare.Load.TTFB != nil {
-					r.BareTTFBP50, r.BareTTFBP99 = ptr(bare.Load.TTFB.P50-d.P50), ptr(bare.Load.TTFB.P99-d.P99)
+			for _, drv := range cfg.drivers {
+				if r := ratioOf(cells, drv, m, conc); r != nil {
+					out = append(out, r)
 				}
 			}
-			out = append(out, r)
 		}
 	}
 	return out
+}
+
+func ratioOf(cells []*benchCell, drv, m string, conc int) *benchRatio {
+	gw := findCell(cells, drv, "spillway", m, conc)
+	if gw == nil {
+		return nil
+	}
+	r := &benchRatio{Driver: drv, Mode: m, Concurrency: conc, CPUTarget: benchCPUTarget(m)}
+	bare := findCell(cells, drv, "bare", m, conc)
+	if bare != nil {
+		r.CPU = ratio(gw.ProxyCPU, bare.ProxyCPU)
+		r.RPS = ratio(gw.Load.RPS, bare.Load.RPS)
+		r.RSS = ratio(float64(gw.ProxyRSS), float64(bare.ProxyRSS))
+	}
+	direct := findCell(cells, drv, "direct", m, conc)
+	if direct == nil {
+		return r
+	}
+	r.RPSDirect = ratio(gw.Load.RPS, direct.Load.RPS)
+	if d := direct.Load.TTFB; d != nil && gw.Load.TTFB != nil {
+		r.TTFBP50, r.TTFBP99 = ptr(gw.Load.TTFB.P50-d.P50), ptr(gw.Load.TTFB.P99-d.P99)
+		if bare != nil && bare.Load.TTFB != nil {
+			r.BareTTFBP50, r.BareTTFBP99 = ptr(bare.Load.TTFB.P50-d.P50), ptr(bare.Load.TTFB.P99-d.P99)
+		}
+	}
+	return r
 }
 
 // medianRatios folds the rounds' ratios (each round lists the same modes
@@ -736,16 +838,16 @@ func medianRatios(rounds [][]*benchRatio) []*benchRatio {
 	}
 	out := make([]*benchRatio, len(rounds[0]))
 	for i, first := range rounds[0] {
-		m := &benchRatio{Mode: first.Mode, Concurrency: first.Concurrency, CPUTarget: first.CPUTarget}
-		var cpu, rps, direct []float64
+		m := &benchRatio{Driver: first.Driver, Mode: first.Mode, Concurrency: first.Concurrency, CPUTarget: first.CPUTarget}
+		var cpu, rps, direct, rss []float64
 		var t50, t99, b50, b99 []*float64
 		for _, rs := range rounds {
 			r := rs[i]
-			cpu, rps, direct = append(cpu, r.CPU), append(rps, r.RPS), append(direct, r.RPSDirect)
+			cpu, rps, direct, rss = append(cpu, r.CPU), append(rps, r.RPS), append(direct, r.RPSDirect), append(rss, r.RSS)
 			t50, t99, b50, b99 = append(t50, r.TTFBP50), append(t99, r.TTFBP99), append(b50, r.BareTTFBP50), append(b99, r.BareTTFBP99)
 		}
 		m.CPURounds, m.RPSRounds = cpu, rps
-		m.CPU, m.RPS, m.RPSDirect = median(cpu), median(rps), median(direct)
+		m.CPU, m.RPS, m.RPSDirect, m.RSS = median(cpu), median(rps), median(direct), median(rss)
 		m.TTFBP50, m.TTFBP99, m.BareTTFBP50, m.BareTTFBP99 = medianPtr(t50), medianPtr(t99), medianPtr(b50), medianPtr(b99)
 		out[i] = m
 	}
@@ -797,6 +899,9 @@ func (b *bencher) printCells(cells []*benchCell) error {
 		if c.SameAs != "" {
 			name = c.Path + " " + c.Mode + " (=" + c.SameAs + ")"
 		}
+		if c.Driver == "wrk" {
+			name = "wrk " + name
+		}
 		if b.cfg.rounds > 1 {
 			name = fmt.Sprintf("r%d %s", c.Round, name)
 		}
@@ -826,8 +931,8 @@ func (b *bencher) printCells(cells []*benchCell) error {
 	}
 	for _, c := range cells {
 		if c.SameAs == "" && c.Load.Failed() > 0 {
-			fmt.Fprintf(b.stdout, "warning: %s %s c=%d had %d cut and %v other failures: its figures are suspect\n",
-				c.Path, c.Mode, c.Concurrency, c.Load.Cut, c.Load.Errors)
+			fmt.Fprintf(b.stdout, "warning: %s %s %s c=%d had %d cut and %v other failures: its figures are suspect\n",
+				c.Driver, c.Path, c.Mode, c.Concurrency, c.Load.Cut, c.Load.Errors)
 		}
 	}
 	return nil
@@ -843,7 +948,7 @@ func printRatios(w io.Writer, rs []*benchRatio) error {
 	}
 	fmt.Fprintln(w, "\n"+title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tconc\tcpu ratio\ttarget\t\trps ratio\trps/direct\tttfb+ p50\tttfb+ p99\tbare ttfb+ p50\tbare ttfb+ p99\tcpu ratio by round\t")
+	fmt.Fprintln(tw, "mode\tconc\tdriver\tcpu ratio\ttarget\t\trps ratio\trps/direct\trss ratio\tttfb+ p50\tttfb+ p99\tbare ttfb+ p50\tbare ttfb+ p99\tcpu ratio by round\t")
 	for _, r := range rs {
 		verdict := "-"
 		if r.CPU > 0 {
@@ -860,13 +965,13 @@ func printRatios(w io.Writer, rs []*benchRatio) error {
 			}
 			byRound = strings.Join(parts, " ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t<= %.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Mode, r.Concurrency, fx(r.CPU), r.CPUTarget, verdict,
-			fx(r.RPS), fx(r.RPSDirect), fms(r.TTFBP50), fms(r.TTFBP99), fms(r.BareTTFBP50), fms(r.BareTTFBP99), byRound)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t<= %.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Mode, r.Concurrency, r.Driver, fx(r.CPU), r.CPUTarget, verdict,
+			fx(r.RPS), fx(r.RPSDirect), fx(r.RSS), fms(r.TTFBP50), fms(r.TTFBP99), fms(r.BareTTFBP50), fms(r.BareTTFBP99), byRound)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "targets: cpu ratio plain <= 1.2, stream <= 1.3, translated <= 1.8; plain rps ratio >= 0.9; ttfb+ p99 < 1 ms")
+	fmt.Fprintln(w, "targets: cpu ratio plain <= 1.2, stream <= 1.3, translated <= 1.4; rps ratio >= 0.9 at 128 clients; rss ratio <= 2; ttfb+ p99 < 1 ms with one stream in flight")
 	return nil
 }
 

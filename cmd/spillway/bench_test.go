@@ -41,6 +41,10 @@ func TestParseBenchFlagsRefuses(t *testing.T) {
 		{"--rounds", "0"},
 		{"--rounds", "101"},
 		{"--rounds", "2", "--slow-streams", "10"},
+		{"--driver", "jmeter"},
+		{"--driver", ""},
+		{"--driver", "wrk", "--slow-streams", "10"},
+		{"--driver", "go,wrk", "--rate", "100"},
 		{"extra"},
 	}
 	for _, args := range tests {
@@ -53,7 +57,8 @@ func TestParseBenchFlagsRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.paths, []string{"direct", "spillway"}) || !slices.Equal(c.modes, []string{"plain", "translated"}) ||
-		!slices.Equal(c.concurrency, []int{32, 128}) || !slices.Equal(c.pin["proxy"], []int{1}) || c.exe == "" || c.rounds != 1 {
+		!slices.Equal(c.concurrency, []int{32, 128}) || !slices.Equal(c.pin["proxy"], []int{1}) || c.exe == "" || c.rounds != 1 ||
+		!slices.Equal(c.drivers, []string{"go"}) {
 		t.Errorf("config %+v", c)
 	}
 }
