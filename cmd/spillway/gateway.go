@@ -1,11 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"github.com/spillway-gw/spillway/internal/idempotency"
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
-	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/provider/anthropic"
 	"github.com/spillway-gw/spillway/internal/provider/bedrock"
@@ -47,10 +45,13 @@ const fsyncEnv = "SPILLWAY_LEDGER_FSYNC"
 // gateway is the assembled gateway and what must be closed after it.
 type gateway struct {
 	*server.Server
-	store  *sqlite.Store
-	writer *ledger.Writer
-	auth   *keys.Authenticator
-	budget *budget.Accountant
+	store ledger.Store
+	// ledgerDesc names the ledger for start-up lines: its file, or
+	// "postgres" and the DSN without its password.
+	ledgerDesc string
+	writer     *ledger.Writer
+	auth       *keys.Authenticator
+	budget     *budget.Accountant
 }
 
 // openGateway opens the ledger and its journal (path.journal.N), replays
@@ -65,7 +66,15 @@ type gatewaySetup struct {
 	// ledgerPath is the ledger file; default the config's ledger.path as
 	// written (serve passes it resolved: see statePath).
 	ledgerPath string
+	// configPath names the config file in problems (the DSN's variable
+	// unset); default "config".
+	configPath string
 	server     []func(*server.Options)
+}
+
+// withConfigPath names the config file the gateway was started from.
+func withConfigPath(path string) gatewayOption {
+	return func(g *gatewaySetup) { g.configPath = path }
 }
 
 // withAccessLog writes one access-log line per request to w, by hand
@@ -97,20 +106,19 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 		}
 		fsync = b
 	}
-	_, statErr := os.Stat(ledgerPath)
-	fresh := errors.Is(statErr, fs.ErrNotExist)
-	store, err := sqlite.Open(ctx, ledgerPath)
+	opened, err := openLedgerStore(ctx, cfg, cmp.Or(setup.configPath, "config"), ledgerPath)
 	if err != nil {
-		return nil, fmt.Errorf("opening the ledger %s: %w", ledgerPath, err)
+		return nil, err
 	}
-	if fresh {
+	store := opened.Store
+	if opened.fresh {
 		// Said loudly: a ledger deleted since the last run looks the same,
 		// and its keys and usage are gone.
 		abs, _ := filepath.Abs(ledgerPath)
 		log.Warn("no ledger at the configured path: created a new, empty one", "path", abs)
 		fmt.Fprintf(stdout, "created a new, empty ledger at %s (if one was there before, its keys and usage are not in it)\n", abs)
 	}
-	g := &gateway{store: store}
+	g := &gateway{store: store, ledgerDesc: opened.desc}
 	ok := false
 	defer func() {
 		if !ok {
@@ -190,7 +198,7 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 	go g.auth.Run(ctx, refreshEvery)
 	go refreshBudgets(ctx, store, g.budget, log)
 	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log, Journal: journal, Fsync: fsync,
-		Watch: []string{ledgerPath}, MinFreeBytes: cfg.Ledger.MinFreeBytes})
+		Watch: opened.watch, MinFreeBytes: cfg.Ledger.MinFreeBytes})
 	ic := cfg.Idempotency
 	so := server.Options{
 		Catalog:     holder,

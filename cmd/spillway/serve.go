@@ -88,7 +88,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		go holder.Watch(bg, cfgPath, *reload, log)
 	}
 	ledgerPath := statePath(snap.Config().Ledger.Path, cfgPath, *dataDir)
-	gw, err := openGateway(bg, holder, log, stdout, withAccessLog(logOut), withLedgerPath(ledgerPath))
+	gw, err := openGateway(bg, holder, log, stdout, withAccessLog(logOut), withLedgerPath(ledgerPath), withConfigPath(cfgPath))
 	if err != nil {
 		return err
 	}
@@ -97,8 +97,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if snap.Config().Server.TLS.Enabled() {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "spillway listening on %s://%s (config %s, ledger %s)\n", scheme, ln.Addr(), cfgPath, ledgerPath)
-	log.Info("spillway listening", "addr", ln.Addr().String(), "scheme", scheme, "config", cfgPath, "ledger", ledgerPath)
+	fmt.Fprintf(stdout, "spillway listening on %s://%s (config %s, ledger %s)\n", scheme, ln.Addr(), cfgPath, gw.ledgerDesc)
+	log.Info("spillway listening", "addr", ln.Addr().String(), "scheme", scheme, "config", cfgPath, "ledger", gw.ledgerDesc)
 	err = serveHTTP(ctx, ln, gw, snap.Config().Server, log)
 	grace := snap.Config().Server.ShutdownGrace.D()
 	if ctx.Err() != nil {

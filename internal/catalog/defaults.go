@@ -19,13 +19,6 @@ const (
 	DefaultFirstByteTimeout = 15 * time.Second
 	DefaultIdleEventTimeout = 30 * time.Second
 	DefaultTotalTimeout     = 10 * time.Minute
-
-	// Pool quality detection (pools[].quality): identical deployments
-	// raise an alert within 5,000 answers with a chance of at most 1%,
-	// and the test is tuned for a 3-point change of a rate.
-	DefaultQualityFalseAlarm = 0.01
-	DefaultQualityHorizon    = 5000
-	DefaultQualityShift      = 0.03
 )
 
 // ApplyDefaults fills every zero field that has a default, as documented on
@@ -50,7 +43,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.Limits.MaxTools, 128)
 	setDefault(&s.Limits.MaxToolCalls, 128)
 	setDefault(&s.Limits.MaxStopSequences, 16)
-	setDefault(&c.Ledger.Driver, "sqlite")
+	c.applyLedgerDefaults()
 	setDefault(&c.Ledger.Path, "spillway.db")
 	setDefault(&c.Ledger.MinFreeBytes, int64(32<<20))
 	setDefault(&c.Idempotency.MaxEntries, 10000)
@@ -78,7 +71,6 @@ func (c *Config) ApplyDefaults() {
 	}
 	c.applyRouteDefaults()
 	c.applyHedgeDefaults()
-	c.applyQualityDefaults()
 	c.applySharedStateDefaults()
 	c.applyTelemetryDefaults()
 }

@@ -288,6 +288,7 @@ func RestartOnly(boot, c *Config) []string {
 	diff("server.tls.key_file", bs.TLS.KeyFile, cs.TLS.KeyFile)
 	diff("ledger.driver", boot.Ledger.Driver, c.Ledger.Driver)
 	diff("ledger.path", boot.Ledger.Path, c.Ledger.Path)
+	diff("ledger.dsn_env", boot.Ledger.DSNEnv, c.Ledger.DSNEnv)
 	diff("ledger.min_free_bytes", boot.Ledger.MinFreeBytes, c.Ledger.MinFreeBytes)
 	diff("idempotency.max_entries", boot.Idempotency.MaxEntries, c.Idempotency.MaxEntries)
 	diff("idempotency.max_bytes", boot.Idempotency.MaxBytes, c.Idempotency.MaxBytes)

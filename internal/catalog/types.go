@@ -129,11 +129,19 @@ type Limits struct {
 // Ledger configures where money and identity are recorded. It is read at
 // start-up only; a reload does not move the ledger.
 type Ledger struct {
-	// Driver is "sqlite" (default: embedded, no server needed).
+	// Driver is "sqlite" (default: embedded, no server needed) or
+	// "postgres" (one database every replica shares; see ledger.go).
 	Driver string `yaml:"driver"`
 	// Path is the SQLite file. Default "spillway.db" (relative to the
-	// working directory).
+	// working directory). With postgres it names the replica's local
+	// journal only (Path.journal.N), which holds settlements until the
+	// database has them.
 	Path string `yaml:"path"`
+	// DSNEnv names the environment variable holding the PostgreSQL DSN
+	// (postgres://user:password@host:5432/db?sslmode=verify-full, or
+	// key=value pairs), so the password never sits in the file. Only the
+	// postgres driver reads it; default SPILLWAY_LEDGER_DSN.
+	DSNEnv string `yaml:"dsn_env,omitempty"`
 	// MinFreeBytes: with less free space than this on the ledger's file
 	// system, billable requests are refused (503 ledger_unavailable)
 	// before a write can fail. Default 32 MiB; -1 turns the check off.
@@ -353,9 +361,6 @@ type Pool struct {
 	// generation endpoints) or "embeddings" (POST /v1/embeddings). A
 	// request to the wrong kind of model is refused.
 	Kind string `yaml:"kind"`
-	// Quality sets how the pool's secondaries are compared with its
-	// primary (see PoolQuality); zero: the defaults.
-	Quality PoolQuality `yaml:"quality,omitempty"`
 
 	// Line is the line of the pool in its file (set by Load).
 	Line int `yaml:"-"`

@@ -60,7 +60,6 @@ func (c *Config) Validate(file string) Problems {
 	c.validateRouteOptions(p)
 	c.validateSticky(p)
 	c.validateHedges(p)
-	c.validateQuality(p)
 	c.validateSharedState(p)
 	c.validateTelemetry(p)
 	p.ps.sortByLine()
@@ -68,9 +67,7 @@ func (c *Config) Validate(file string) Problems {
 }
 
 func (c *Config) validateServer(p *problems) {
-	if c.Ledger.Driver != "sqlite" {
-		p.add("ledger.driver", 0, "%q is not a ledger driver this build has (sqlite)", c.Ledger.Driver)
-	}
+	c.validateLedger(p)
 	if c.Idempotency.MaxEntries < 0 || c.Idempotency.MaxBytes < 0 || c.Idempotency.TTL < 0 {
 		p.add("idempotency", 0, "limits must not be negative")
 	}
@@ -493,6 +490,7 @@ func (c *Config) Warnings(file string) Problems {
 	c.routeOptionWarnings(p)
 	c.hedgeWarnings(p)
 	c.sharedStateWarnings(p)
+	c.ledgerWarnings(p)
 	c.telemetryWarnings(p)
 	p.ps.sortByLine()
 	return p.ps

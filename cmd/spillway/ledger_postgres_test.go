@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spillway-gw/spillway/internal/catalog"
+)
+
+// pgTestEnv names the database the PostgreSQL tests may fill (.ci/run
+// starts one: .ci/postgres). Unset, they skip; set, it must answer.
+const pgTestEnv = "SPILLWAY_TEST_POSTGRES"
+
+// pgSchema makes an empty schema in the test database and returns a DSN
+// whose connections use it; it is dropped when the test ends.
+func pgSchema(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv(pgTestEnv)
+	if dsn == "" {
+		t.Skipf("%s is unset: this test needs PostgreSQL (.ci/run starts one with .ci/postgres)", pgTestEnv)
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("%s is set but the database does not answer: %v", pgTestEnv, err)
+	}
+	defer c.Close(ctx)
+	var b [6]byte
+	rand.Read(b[:])
+	name := "t_" + hex.EncodeToString(b[:])
+	if _, err := c.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(ctx, dsn); err == nil {
+			c.Exec(ctx, "DROP SCHEMA "+name+" CASCADE")
+			c.Close(ctx)
+		}
+	})
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	if !strings.HasPrefix(dsn, "postgres") {
+		return dsn + " search_path=" + name
+	}
+	return dsn + sep + "search_path=" + name
+}
+
+func pgGatewayConfig(t *testing.T, journal string) *catalog.Snapshot {
+	t.Helper()
+	cfg, err := catalog.Parse([]byte(`ledger: {driver: postgres, dsn_env: SPILLWAY_TEST_LEDGER_DSN, path: `+journal+`}
+deployments:
+  - {id: a, provider: openai, base_url: "http://127.0.0.1:9", model: m, price: {input_per_mtok: 1, output_per_mtok: 1}}
+pools: [{id: p, model: m, deployments: [a]}]
+routes: [{model: m, pool: p}]
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Build(cfg, "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// TestPostgresLedgerGateway: two gateways on one PostgreSQL ledger. The
+// first creates the keys there (migrating the schema); the second finds
+// them; a request through the first is one row in the database once its
+// journal is ingested; no start-up line shows the DSN's password.
+func TestPostgresLedgerGateway(t *testing.T) {
+	dsn := pgSchema(t)
+	t.Setenv("SPILLWAY_TEST_LEDGER_DSN", dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	var out1, out2 bytes.Buffer
+	g1, err := openGateway(ctx, catalog.NewHolder(pgGatewayConfig(t, filepath.Join(dir, "a"))), slog.New(slog.DiscardHandler), &out1)
+	if err != nil {
+		t.Fatalf("first gateway: %v", err)
+	}
+	g2, err := openGateway(ctx, catalog.NewHolder(pgGatewayConfig(t, filepath.Join(dir, "b"))), slog.New(slog.DiscardHandler), &out2)
+	if err != nil {
+		t.Fatalf("second gateway: %v", err)
+	}
+	if !strings.Contains(out1.String(), "no virtual keys yet") || strings.Contains(out1.String(), "created a new, empty ledger") {
+		t.Errorf("first start-up said:\n%s\nwant a key created, no ledger file", out1.String())
+	}
+	if strings.Contains(out2.String(), "no virtual keys yet") || strings.Contains(out2.String(), "no admin key yet") {
+		t.Errorf("second start-up said:\n%s\nwant the first's keys found in the shared ledger", out2.String())
+	}
+	pw := ""
+	if cfg, err := pgx.ParseConfig(dsn); err == nil {
+		pw = cfg.Password
+	}
+	for _, d := range []string{g1.ledgerDesc, g2.ledgerDesc, out1.String(), out2.String()} {
+		if pw != "" && strings.Contains(d, pw) {
+			t.Errorf("the DSN's password is shown: %q", d)
+		}
+	}
+	if !strings.HasPrefix(g1.ledgerDesc, "postgres ") {
+		t.Errorf("ledger described as %q", g1.ledgerDesc)
+	}
+	secret := regexp.MustCompile(`(?m)^  (sk-spw-\S+)$`).FindStringSubmatch(out1.String())
+	if secret == nil {
+		t.Fatalf("no key secret in:\n%s", out1.String())
+	}
+	// Through the second gateway, with the first's key: the deployment
+	// refuses connections, so the request fails, and is recorded.
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5}`))
+	req.Header.Set("Authorization", "Bearer "+secret[1])
+	rec := httptest.NewRecorder()
+	g2.ServeHTTP(rec, req)
+	if rec.Code == http.StatusUnauthorized || rec.Code < 400 {
+		t.Fatalf("request through the second gateway: %d %s", rec.Code, rec.Body)
+	}
+	for _, g := range []*gateway{g1, g2} {
+		if err := g.close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n, keys int
+	if err := c.QueryRow(ctx, `SELECT COUNT(*) FROM requests`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow(ctx, `SELECT COUNT(*) FROM keys`).Scan(&keys); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || keys != 1 {
+		t.Errorf("the database holds %d requests and %d keys, want 1 and 1", n, keys)
+	}
+}
+
+// TestPostgresLedgerConfigErrors: an unset DSN variable is named with the
+// config's line; an unreachable database is reported without the DSN's
+// password. Neither needs a database.
+func TestPostgresLedgerConfigErrors(t *testing.T) {
+	ctx := context.Background()
+	snap := pgGatewayConfig(t, filepath.Join(t.TempDir(), "j"))
+	t.Setenv("SPILLWAY_TEST_LEDGER_DSN", "")
+	os.Unsetenv("SPILLWAY_TEST_LEDGER_DSN")
+	_, err := openGateway(ctx, catalog.NewHolder(snap), slog.New(slog.DiscardHandler), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "config:1: ledger.dsn_env") || !strings.Contains(err.Error(), "SPILLWAY_TEST_LEDGER_DSN") {
+		t.Errorf("unset DSN variable: %v", err)
+	}
+	const canary = "pw-canary-91c"
+	t.Setenv("SPILLWAY_TEST_LEDGER_DSN", "postgres://spw:"+canary+"@127.0.0.1:1/ledger?connect_timeout=2")
+	_, err = openGateway(ctx, catalog.NewHolder(snap), slog.New(slog.DiscardHandler), &bytes.Buffer{})
+	if err == nil || strings.Contains(err.Error(), canary) || !strings.Contains(err.Error(), "spw:xxxxx@127.0.0.1:1") {
+		t.Errorf("unreachable database: %v; want it named without its password", err)
+	}
+}

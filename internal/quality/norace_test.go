@@ -1,5 +1,0 @@
-//go:build !race
-
-package quality
-
-const raceEnabled = false
