@@ -19,6 +19,13 @@ const (
 	DefaultFirstByteTimeout = 15 * time.Second
 	DefaultIdleEventTimeout = 30 * time.Second
 	DefaultTotalTimeout     = 10 * time.Minute
+
+	// Pool quality detection (pools[].quality): identical deployments
+	// raise an alert within 5,000 answers with a chance of at most 1%,
+	// and the test is tuned for a 3-point change of a rate.
+	DefaultQualityFalseAlarm = 0.01
+	DefaultQualityHorizon    = 5000
+	DefaultQualityShift      = 0.03
 )
 
 // ApplyDefaults fills every zero field that has a default, as documented on
@@ -71,6 +78,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	c.applyRouteDefaults()
 	c.applyHedgeDefaults()
+	c.applyQualityDefaults()
 	c.applySharedStateDefaults()
 	c.applyTelemetryDefaults()
 }

@@ -361,6 +361,9 @@ type Pool struct {
 	// generation endpoints) or "embeddings" (POST /v1/embeddings). A
 	// request to the wrong kind of model is refused.
 	Kind string `yaml:"kind"`
+	// Quality sets how the pool's secondaries are compared with its
+	// primary (see PoolQuality); zero: the defaults.
+	Quality PoolQuality `yaml:"quality,omitempty"`
 
 	// Line is the line of the pool in its file (set by Load).
 	Line int `yaml:"-"`

@@ -60,6 +60,7 @@ func (c *Config) Validate(file string) Problems {
 	c.validateRouteOptions(p)
 	c.validateSticky(p)
 	c.validateHedges(p)
+	c.validateQuality(p)
 	c.validateSharedState(p)
 	c.validateTelemetry(p)
 	p.ps.sortByLine()

@@ -42,6 +42,7 @@ const (
 // updates, never across I/O.
 type dep struct {
 	mu     sync.Mutex
+	id     string
 	policy Policy
 
 	circuit circuit
@@ -56,6 +57,9 @@ type dep struct {
 	probeOK        int
 	lastResort     time.Time
 	win            window
+	// remoteProbe: another replica holds the half-open probe until then
+	// (see Mirror); pubThrottle is the throttle window last published.
+	remoteProbe, pubThrottle time.Time
 
 	attempts, successes, skipped int64
 	failures                     map[failure.Class]int64
@@ -66,6 +70,8 @@ type Tracker struct {
 	clock clock.Passive
 	mu    sync.RWMutex
 	deps  map[string]*dep
+	// mirror shares transitions across replicas (nil: this process only).
+	mirror Mirror
 }
 
 // NewTracker returns an empty tracker on c (nil = the system clock; tests
@@ -100,7 +106,7 @@ func (t *Tracker) Sync(policies map[string]Policy) {
 			d.mu.Unlock()
 			continue
 		}
-		t.deps[id] = &dep{policy: p, since: now, win: newWindow(p.Window), failures: map[failure.Class]int64{}}
+		t.deps[id] = &dep{id: id, policy: p, since: now, win: newWindow(p.Window), failures: map[failure.Class]int64{}}
 	}
 }
 
@@ -131,7 +137,7 @@ func (d *dep) skipReason(now time.Time) string {
 		d.circuit, d.probeOK = halfOpen, 0
 		fallthrough
 	case halfOpen:
-		if d.probing {
+		if d.probing || now.Before(d.remoteProbe) {
 			return SkipProbeInFlight
 		}
 	}
@@ -155,6 +161,8 @@ func (t *Tracker) Check(id string) (ok bool, reason string) {
 type Token struct {
 	d     *dep
 	probe bool
+	// leased: the probe holds the replicas' shared lease (see Mirror).
+	leased bool
 }
 
 // Begin admits one attempt on id, or says why not. A half-open circuit
@@ -166,21 +174,42 @@ func (t *Tracker) Begin(id string, forced bool) (Token, string) {
 		return Token{}, ""
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if forced {
 		d.attempts++
+		d.mu.Unlock()
 		return Token{d: d, probe: true}, ""
 	}
 	if r := d.skipReason(t.clock.Now()); r != "" {
 		d.skipped++
+		d.mu.Unlock()
 		return Token{}, r
 	}
 	d.attempts++
-	if d.circuit == halfOpen {
-		d.probing = true
+	if d.circuit != halfOpen {
+		d.mu.Unlock()
+		return Token{d: d}, ""
+	}
+	d.probing = true
+	d.mu.Unlock()
+	if t.mirror == nil {
 		return Token{d: d, probe: true}, ""
 	}
-	return Token{d: d}, ""
+	return t.leaseProbe(d)
+}
+
+// leaseProbe claims the shared half-open probe for d, which this replica
+// already claimed locally (d.probing); the lease is asked for without
+// holding d.mu.
+func (t *Tracker) leaseProbe(d *dep) (Token, string) {
+	if t.mirror.AcquireProbe(d.id) {
+		return Token{d: d, probe: true, leased: true}, ""
+	}
+	d.mu.Lock()
+	d.probing = false
+	d.attempts--
+	d.skipped++
+	d.mu.Unlock()
+	return Token{}, SkipProbeInFlight
 }
 
 // Wait is how long until id may be tried again (0 if it may now), and
@@ -227,7 +256,24 @@ func (t *Tracker) Done(tok Token, o Outcome) {
 	}
 	now := t.clock.Now()
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	prev := d.mark()
+	d.record(now, tok, o)
+	var tr Transition
+	pub := false
+	if t.mirror != nil {
+		tr, pub = d.changed(prev, now)
+	}
+	d.mu.Unlock()
+	if pub {
+		t.mirror.Publish(tr)
+	}
+	if tok.leased {
+		t.mirror.ReleaseProbe(d.id)
+	}
+}
+
+// record applies an attempt's outcome to d. Caller holds d.mu.
+func (d *dep) record(now time.Time, tok Token, o Outcome) {
 	if tok.probe {
 		d.probing = false
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/quality"
 )
 
 // bigConfig is a routing table of routes routes over deps deployments
@@ -56,7 +57,10 @@ func BenchmarkMake(b *testing.B) {
 			snap := buildBig(b, size.routes, size.deps)
 			model := "model-0"
 			req := &canonical.Request{Model: model, MaxTokens: 1024, Stream: true}
-			in := &Input{Req: req, Attrs: catalog.Attributes{Model: model, Org: "acme", Team: "search"}, InputTokens: 300}
+			// The quality gate as the server passes it: a monitor with no
+			// deployment ejected (the common path) costs no allocation.
+			in := &Input{Req: req, Attrs: catalog.Attributes{Model: model, Org: "acme", Team: "search"}, InputTokens: 300,
+				Quality: quality.NewMonitor(nil, nil)}
 			h, r := &fakeHealth{}, &fakeReady{}
 			var p Plan
 			b.ReportAllocs()

@@ -11,6 +11,9 @@ func (p *Plan) addFallback(in *Input, need *needs, h Health, r Readiness) (healt
 	for _, d := range p.Route.FallbackDeployments {
 		c := Candidate{Deployment: d, Kept: true, ModelChange: true}
 		c.Reason, c.Detail = gate(d, in, need, r)
+		if c.Reason == "" {
+			c.Reason, c.Detail = diverged(in, p.Route.Fallback, d)
+		}
 		if c.Reason == "" && h != nil {
 			if ok, why := h.Check(d.ID); !ok {
 				c.Reason, c.Detail, c.Health = why, "deployment health", true

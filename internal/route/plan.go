@@ -16,7 +16,18 @@ const (
 	ReasonTenant    = "tenant_denied"
 	ReasonContext   = "context_too_long"
 	ReasonMaxOutput = "max_output_exceeded"
+	// ReasonQualityDiverged: the deployment's answers diverged from its
+	// pool primary's and the pool ejects diverging deployments, until an
+	// operator clears the alert.
+	ReasonQualityDiverged = "quality_diverged"
 )
+
+// Quality is what planning reads of answer-quality divergence: whether a
+// deployment is ejected from a pool. It must be read-only and allocate
+// nothing (a *quality.Monitor).
+type Quality interface {
+	Ejected(pool, deployment string) bool
+}
 
 // Health is what planning reads of deployment health: whether a rung may
 // be tried now and, when none may, which one a last-resort probe would
@@ -54,6 +65,9 @@ type Input struct {
 	// and Sticky the pins it is looked up in (nil: no stickiness).
 	Conversation string
 	Sticky       Sticky
+	// Quality says which deployments a pool ejected for diverging answers
+	// (nil: none are).
+	Quality Quality
 }
 
 // Verdict is what planning decided.
@@ -145,6 +159,9 @@ func MakeInto(p *Plan, snap *catalog.Snapshot, in *Input, h Health, r Readiness)
 	for _, d := range rr.Deployments {
 		c := Candidate{Deployment: d, Kept: true}
 		c.Reason, c.Detail = gate(d, in, &need, r)
+		if c.Reason == "" {
+			c.Reason, c.Detail = diverged(in, rr.Pool, d)
+		}
 		if c.Reason == "" && h != nil {
 			if ok, why := h.Check(d.ID); !ok {
 				c.Reason, c.Detail, c.Health = why, "deployment health", true
@@ -229,6 +246,15 @@ func gate(d *catalog.Deployment, in *Input, need *needs, r Readiness) (string, s
 		return ReasonContext, fmt.Sprintf("about %d input tokens%s exceed the context window of %d", in.InputTokens, plusOutput(req.MaxTokens), d.ContextWindow)
 	}
 	return Priced(d, req)
+}
+
+// diverged drops a deployment its pool ejected for diverging answers: a
+// gate, not health, so no last-resort probe brings it back.
+func diverged(in *Input, pool *catalog.Pool, d *catalog.Deployment) (string, string) {
+	if in.Quality == nil || pool == nil || !in.Quality.Ejected(pool.ID, d.ID) {
+		return "", ""
+	}
+	return ReasonQualityDiverged, "its answers diverged from the pool primary's (quality.eject); spillway quality clear restores it"
 }
 
 func plusOutput(n int) string {
