@@ -89,6 +89,9 @@ type Store struct {
 	bytes int64
 
 	bufs sync.Pool // of *recBuf, for the owners' recorders
+
+	// shared extends the store across replicas (nil: none; see Shared).
+	shared Shared
 }
 
 // New returns an empty store bounded by o.
@@ -152,7 +155,14 @@ func (s *Store) Begin(ctx context.Context, tenant, key string, hash [32]byte) (C
 			e.owner = Owner{s: s, e: e}
 			s.keys[k] = e
 			s.mu.Unlock()
-			return Claim{Owner: &e.owner}, nil
+			if s.shared == nil {
+				return Claim{Owner: &e.owner}, nil
+			}
+			c, again, err := s.claimShared(ctx, e)
+			if again {
+				continue
+			}
+			return c, err
 		case e.hash != hash:
 			s.mu.Unlock()
 			return Claim{Refused: RefusedConflict}, nil
@@ -254,10 +264,18 @@ const maxInt = int(^uint(0) >> 1)
 func (o *Owner) finish(st state, r *Recording) {
 	s, e := o.s, o.e
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	share := false
+	defer func() {
+		s.mu.Unlock()
+		if share {
+			// e's state and recording are final now.
+			s.shared.Finish(e.k.tenant, e.k.key, sharedOutcome(e.state), e.rec, s.ttl)
+		}
+	}()
 	if e.state != inFlight {
 		return
 	}
+	share = e.shared
 	defer func() {
 		if e.done != nil {
 			close(e.done)
@@ -271,7 +289,7 @@ func (o *Owner) finish(st state, r *Recording) {
 	e.state, e.rec = st, r
 	size := int64(entryOverhead + len(e.k.tenant) + len(e.k.key))
 	switch {
-	case st == abandoned:
+	case st == abandoned || st == notKept:
 		e.rec = nil
 	case r == nil || r.Status == 0 || r.WriteFailed:
 		e.state, e.rec = abandoned, nil
@@ -336,6 +354,7 @@ type entry struct {
 	done    chan struct{} // made by the first waiter, closed when the owner decides
 	waiting int           // requests blocked on done
 	owner   Owner
+	shared  bool // owned across replicas: its decision goes to Shared
 	link    [2]links
 }
 

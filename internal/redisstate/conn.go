@@ -75,6 +75,7 @@ type Client struct {
 	handlers map[string]func(payload string)
 	onUp     []func(context.Context)
 	kick     chan struct{} // restarts the subscription with new channels
+	ps       *redis.PubSub // the live subscription, closed by Close
 }
 
 type queued struct {
@@ -148,6 +149,11 @@ func Open(o Options) (*Client, error) {
 // Close stops the client's goroutines and closes its connections.
 func (c *Client) Close() error {
 	c.cancel()
+	c.mu.Lock()
+	if c.ps != nil {
+		_ = c.ps.Close() // a blocked receive returns now
+	}
+	c.mu.Unlock()
 	c.wg.Wait()
 	return c.rdb.Close()
 }
@@ -334,7 +340,15 @@ func (c *Client) subscriber() {
 // changes.
 func (c *Client) receive(chans []string) {
 	ps := c.rdb.Subscribe(c.ctx, chans...)
-	defer ps.Close()
+	c.mu.Lock()
+	c.ps = ps
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.ps = nil
+		c.mu.Unlock()
+		_ = ps.Close()
+	}()
 	pingPending := false
 	const idle = time.Second
 	for {

@@ -1,0 +1,226 @@
+package redisstate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spillway-gw/spillway/internal/idempotency"
+)
+
+// Idempotency layout, under the prefix:
+//
+//	idem:<sha256(tenant, key)>  hash: h (request hash), s (state), o (owner
+//	                            replica), r (the recording, JSON)
+//	idem                        channel: the hashed name of a key decided
+//
+// An in-flight key expires after InFlightLease: a replica that died while
+// owning it leaves it in flight that long, then a retry runs afresh. A
+// decided key lives for the store's TTL. Answers live in Redis's memory
+// for that TTL; run it without persistence (save "", appendonly no) to keep
+// the promise that answers are never written to disk.
+
+// InFlightLease bounds how long a key stays in flight across replicas.
+const InFlightLease = 15 * time.Minute
+
+// waitPoll bounds a waiter's sleep between looks, in case the message that
+// its key was decided was missed (a reconnect).
+const waitPoll = 250 * time.Millisecond
+
+var claimScript = redis.NewScript(`
+local v = redis.call("HMGET", KEYS[1], "h", "s")
+if not v[1] then
+  redis.call("HSET", KEYS[1], "h", ARGV[1], "s", "inflight", "o", ARGV[2])
+  redis.call("PEXPIRE", KEYS[1], ARGV[3])
+  return {"owned"}
+end
+if v[1] ~= ARGV[1] then return {"conflict"} end
+if v[2] == "inflight" then return {"inflight"} end
+return {v[2], redis.call("HGET", KEYS[1], "r") or ""}
+`)
+
+var finishScript = redis.NewScript(`
+local v = redis.call("HMGET", KEYS[1], "o", "s")
+if v[1] ~= ARGV[1] or v[2] ~= "inflight" then return 0 end
+if ARGV[2] == "released" then
+  redis.call("DEL", KEYS[1])
+else
+  redis.call("HSET", KEYS[1], "s", ARGV[2], "r", ARGV[3])
+  redis.call("PEXPIRE", KEYS[1], ARGV[4])
+end
+redis.call("PUBLISH", KEYS[2], KEYS[1])
+return 1
+`)
+
+var stateNames = map[idempotency.SharedState]string{
+	idempotency.SharedCompleted: "completed", idempotency.SharedFailed: "failed",
+	idempotency.SharedAbandoned: "abandoned", idempotency.SharedNotKept: "not_kept",
+	idempotency.SharedReleased: "released",
+}
+
+var namedStates = map[string]idempotency.SharedState{
+	"owned": idempotency.SharedOwned, "inflight": idempotency.SharedInFlight, "conflict": idempotency.SharedConflict,
+	"completed": idempotency.SharedCompleted, "failed": idempotency.SharedFailed,
+	"abandoned": idempotency.SharedAbandoned, "not_kept": idempotency.SharedNotKept,
+}
+
+// wireRec is a Recording on the wire: status, replayed headers, and the
+// body or the stream's flushed chunks, each kept as it was.
+type wireRec struct {
+	Status   int         `json:"status"`
+	Header   http.Header `json:"header,omitempty"`
+	Body     []byte      `json:"body,omitempty"`
+	Chunks   [][]byte    `json:"chunks,omitempty"`
+	Streamed bool        `json:"streamed,omitempty"`
+}
+
+// idemShared implements idempotency.Shared.
+type idemShared struct {
+	c *Client
+
+	mu      sync.Mutex
+	waiters map[string][]chan struct{} // by Redis key
+}
+
+var _ idempotency.Shared = (*idemShared)(nil)
+
+// ShareIdempotency extends st across every replica on this Redis.
+func (c *Client) ShareIdempotency(st *idempotency.Store) {
+	sh := &idemShared{c: c, waiters: map[string][]chan struct{}{}}
+	c.handle("idem", sh.decided)
+	st.SetShared(sh)
+}
+
+func (s *idemShared) key(tenant, key string) string {
+	h := sha256.New()
+	h.Write([]byte(tenant))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return s.c.key("idem", hex.EncodeToString(h.Sum(nil)))
+}
+
+// Claim implements idempotency.Shared with one atomic script.
+func (s *idemShared) Claim(ctx context.Context, tenant, key string, hash [32]byte) (idempotency.SharedClaim, error) {
+	c := s.c
+	var res []any
+	err := c.call(ctx, "idempotency.claim", func(ctx context.Context) error {
+		var err error
+		res, err = claimScript.Run(ctx, c.rdb, []string{s.key(tenant, key)},
+			hex.EncodeToString(hash[:]), c.o.Replica, InFlightLease.Milliseconds()).Slice()
+		return err
+	})
+	if err != nil {
+		return idempotency.SharedClaim{}, err
+	}
+	if len(res) == 0 {
+		return idempotency.SharedClaim{}, errors.New("redisstate: empty claim reply")
+	}
+	name, _ := res[0].(string)
+	st, ok := namedStates[name]
+	if !ok {
+		return idempotency.SharedClaim{}, errors.New("redisstate: unknown key state " + name)
+	}
+	out := idempotency.SharedClaim{State: st}
+	if raw, _ := resAt(res, 1).(string); raw != "" && (st == idempotency.SharedCompleted || st == idempotency.SharedFailed) {
+		var w wireRec
+		if err := json.Unmarshal([]byte(raw), &w); err != nil {
+			return idempotency.SharedClaim{}, err
+		}
+		out.Rec = &idempotency.Recording{Status: w.Status, Header: w.Header, Body: w.Body, Chunks: w.Chunks, Streamed: w.Streamed}
+	} else if st == idempotency.SharedCompleted || st == idempotency.SharedFailed {
+		out.State = idempotency.SharedNotKept // a decision without its answer cannot be replayed
+	}
+	return out, nil
+}
+
+func resAt(res []any, i int) any {
+	if i < len(res) {
+		return res[i]
+	}
+	return nil
+}
+
+// Wait implements idempotency.Shared: woken by the owner's message, or
+// after waitPoll at most.
+func (s *idemShared) Wait(ctx context.Context, tenant, key string) error {
+	k := s.key(tenant, key)
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.waiters[k] = append(s.waiters[k], ch)
+	s.mu.Unlock()
+	defer s.drop(k, ch)
+	t := time.NewTimer(waitPoll)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (s *idemShared) drop(k string, ch chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := s.waiters[k]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(s.waiters, k)
+	} else {
+		s.waiters[k] = ws
+	}
+}
+
+// decided wakes the waiters of a key another replica decided.
+func (s *idemShared) decided(k string) {
+	s.mu.Lock()
+	ws := s.waiters[k]
+	delete(s.waiters, k)
+	s.mu.Unlock()
+	for _, w := range ws {
+		close(w)
+	}
+}
+
+// Finish implements idempotency.Shared. It runs on its own goroutine,
+// bounded by twenty call timeouts (at least a second: a recording may be
+// megabytes); a finish that fails leaves the key in flight elsewhere until
+// InFlightLease.
+func (s *idemShared) Finish(tenant, key string, outcome idempotency.SharedState, rec *idempotency.Recording, ttl time.Duration) {
+	c := s.c
+	if c.ctx.Err() != nil {
+		return
+	}
+	if !c.up.Load() {
+		c.fallbacks.Add(1)
+		return
+	}
+	var raw []byte
+	if rec != nil && (outcome == idempotency.SharedCompleted || outcome == idempotency.SharedFailed) {
+		raw, _ = json.Marshal(wireRec{Status: rec.Status, Header: rec.Header, Body: rec.Body, Chunks: rec.Chunks, Streamed: rec.Streamed})
+	}
+	k := s.key(tenant, key)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, max(time.Second, 20*c.o.Timeout))
+		defer cancel()
+		err := finishScript.Run(ctx, c.rdb, []string{k, c.key("idem")}, c.o.Replica, stateNames[outcome], raw, max(ttl, time.Millisecond).Milliseconds()).Err()
+		if err != nil && !errors.Is(err, redis.Nil) && c.ctx.Err() == nil && !isReply(err) {
+			c.down("idempotency.finish", err)
+		}
+	}()
+}
