@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -167,5 +168,46 @@ func TestPostgresLedgerConfigErrors(t *testing.T) {
 	_, err = openGateway(ctx, catalog.NewHolder(snap), slog.New(slog.DiscardHandler), &bytes.Buffer{})
 	if err == nil || strings.Contains(err.Error(), canary) || !strings.Contains(err.Error(), "spw:xxxxx@127.0.0.1:1") {
 		t.Errorf("unreachable database: %v; want it named without its password", err)
+	}
+}
+
+// TestPostgresLedgerCLI: with ledger.driver postgres in the config, the
+// CLI's keys and usage commands work on the database; before any gateway
+// made a ledger there, they refuse instead of creating an empty one.
+func TestPostgresLedgerCLI(t *testing.T) {
+	dsn := pgSchema(t)
+	t.Setenv("SPILLWAY_TEST_LEDGER_DSN", dsn)
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "spillway.yaml")
+	if err := os.WriteFile(cfgPath, []byte(`ledger: {driver: postgres, dsn_env: SPILLWAY_TEST_LEDGER_DSN}
+deployments:
+  - {id: a, provider: openai, base_url: "http://127.0.0.1:9", model: m, price: {input_per_mtok: 1, output_per_mtok: 1}}
+pools: [{id: p, model: m, deployments: [a]}]
+routes: [{model: m, pool: p}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := runKeys(ctx, []string{"list", "--config", cfgPath}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "no spillway ledger in this database") {
+		t.Fatalf("keys list before any gateway: %v, want no ledger", err)
+	}
+	g, err := openGateway(ctx, catalog.NewHolder(pgGatewayConfig(t, filepath.Join(dir, "j"))), slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.close(ctx)
+	out.Reset()
+	if err := runKeys(ctx, []string{"create", "--config", cfgPath, "--org", "acme", "--team", "search"}, &out, &out); err != nil {
+		t.Fatalf("keys create: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := runKeys(ctx, []string{"list", "--config", cfgPath}, &out, &out); err != nil || !strings.Contains(out.String(), "acme") {
+		t.Fatalf("keys list: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := runUsage(ctx, []string{"--config", cfgPath, "--format", "csv"}, &out, &out); err != nil {
+		t.Fatalf("usage: %v\n%s", err, out.String())
 	}
 }

@@ -51,3 +51,31 @@ func openLedgerStore(ctx context.Context, cfg *catalog.Config, cfgFile, path str
 	}
 	return &openedStore{Store: st, desc: desc}, nil
 }
+
+// openShared opens the PostgreSQL ledger for a CLI command when the
+// config (not --db, which names a SQLite file) says ledger.driver
+// postgres; ok is false otherwise, and the SQLite path goes on. The
+// database must hold a ledger already: a wrong DSN is an error, never an
+// empty ledger.
+func (lf ledgerFlags) openShared(ctx context.Context) (_ ledger.Store, ok bool, _ error) {
+	if *lf.db != "" {
+		return nil, false, nil
+	}
+	cfgPath, err := lf.configPath()
+	if err != nil {
+		return nil, false, nil // the SQLite path reports it
+	}
+	cfg, err := catalog.Load(cfgPath)
+	if err != nil || cfg.Ledger.Driver != catalog.LedgerPostgres {
+		return nil, false, nil
+	}
+	dsn, ps := cfg.LedgerDSN(cfgPath, os.LookupEnv)
+	if err := ps.Err(); err != nil {
+		return nil, true, err
+	}
+	st, err := postgres.Open(ctx, dsn, postgres.Options{MustExist: true})
+	if err != nil {
+		return nil, true, fmt.Errorf("opening the PostgreSQL ledger (%s, from $%s): %w", postgres.Redact(dsn), cfg.Ledger.DSNEnv, err)
+	}
+	return st, true, nil
+}

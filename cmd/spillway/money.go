@@ -39,7 +39,10 @@ func addLedgerFlags(fs *flag.FlagSet) ledgerFlags {
 
 // open opens the ledger, which must exist: creating it is the gateway's
 // job, and a misspelled path must not read as an empty ledger.
-func (lf ledgerFlags) open(ctx context.Context) (*sqlite.Store, error) {
+func (lf ledgerFlags) open(ctx context.Context) (ledger.Store, error) {
+	if st, ok, err := lf.openShared(ctx); ok {
+		return st, err
+	}
 	path, err := lf.path()
 	if err != nil {
 		return nil, err

@@ -39,7 +39,16 @@ type Options struct {
 	// answering (a partition, not a refusal) fails the batch and the
 	// Writer's journal keeps the rows, instead of hanging. Default 30s.
 	WriteTimeout time.Duration
+	// MustExist refuses a database that holds no spillway ledger yet
+	// (ErrNoLedger) instead of creating one: for the CLI, where a wrong
+	// DSN must not read as an empty ledger. Default false: Open creates
+	// the schema, as the gateway does at its first start.
+	MustExist bool
 }
+
+// ErrNoLedger is returned by Open with MustExist for a database without a
+// spillway ledger.
+var ErrNoLedger = errors.New("ledger/postgres: no spillway ledger in this database (start the gateway against it first)")
 
 const (
 	defaultMaxConns       = 8
@@ -108,6 +117,17 @@ func open(ctx context.Context, dsn string, opts Options, now func() time.Time) (
 		return nil, fmt.Errorf("ledger/postgres: %w", err)
 	}
 	s := &Store{pool: pool, now: now, opts: opts}
+	if opts.MustExist {
+		var exists bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("ledger/postgres: %w", err)
+		}
+		if !exists {
+			pool.Close()
+			return nil, ErrNoLedger
+		}
+	}
 	if err := migrate(ctx, pool, now); err != nil {
 		pool.Close()
 		return nil, err

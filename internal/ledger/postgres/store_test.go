@@ -198,3 +198,23 @@ func TestOpenErrorHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestMustExist: the CLI's open refuses a database without a ledger
+// rather than creating an empty one; once the gateway made it, it opens.
+func TestMustExist(t *testing.T) {
+	dsn := freshSchema(t)
+	ctx := context.Background()
+	if _, err := Open(ctx, dsn, Options{MustExist: true}); !errors.Is(err, ErrNoLedger) {
+		t.Fatalf("Open(MustExist) of an empty database = %v, want ErrNoLedger", err)
+	}
+	s, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(ctx, dsn, Options{MustExist: true})
+	if err != nil {
+		t.Fatalf("Open(MustExist) of a ledger: %v", err)
+	}
+	s.Close()
+}
