@@ -33,7 +33,8 @@ func TestAdminJSONIsSnakeCase(t *testing.T) {
 	}
 	do(http.MethodPut, "/v1/admin/budgets", `{"scope":"team","id":"search","credit_usd":5,"rpm":10}`)
 	for _, path := range []string{"/v1/admin/budgets", "/v1/admin/keys", "/v1/admin/health", "/v1/admin/config",
-		"/v1/admin/explain?model=" + publicModel, "/v1/usage?group_by=model,deployment"} {
+		"/v1/admin/explain?model=" + publicModel, "/v1/usage?group_by=model,deployment",
+		"/v1/admin/traffic", "/v1/admin/failures"} {
 		var v any
 		if err := json.Unmarshal(do(http.MethodGet, path, ""), &v); err != nil {
 			t.Fatalf("%s: %v", path, err)

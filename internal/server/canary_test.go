@@ -59,7 +59,8 @@ func TestCanariesPersistNowhere(t *testing.T) {
 		t.Fatal("no ledger bytes read")
 	}
 	kept.WriteString(h.logs.String())
-	for _, path := range []string{"/v1/admin/health", "/v1/admin/budgets", "/v1/admin/keys", "/v1/usage?group_by=org,team,key,model,deployment,day", "/metrics"} {
+	for _, path := range []string{"/v1/admin/health", "/v1/admin/budgets", "/v1/admin/keys", "/v1/usage?group_by=org,team,key,model,deployment,day", "/metrics",
+		"/v1/admin/traffic", "/v1/admin/failures", "/ui", "/ui/app.js"} {
 		req, _ := http.NewRequest(http.MethodGet, h.gw.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+adminKey)
 		resp, err := http.DefaultClient.Do(req)
@@ -68,6 +69,9 @@ func TestCanariesPersistNowhere(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if path == "/v1/admin/failures" && !bytes.Contains(b, []byte(`"verdict"`)) {
+			t.Fatalf("the dashboard's failure trail is empty; the test would prove nothing: %s", b)
+		}
 		kept.Write(b)
 	}
 	if !strings.Contains(h.logs.String(), `"msg":"request"`) {

@@ -143,6 +143,7 @@ func (s *Server) settle(ctx context.Context, c *call, p *engine.Plan, res *engin
 		}
 	}
 	c.cost, c.costStatus, c.billed = cost, status, u
+	s.recordActivity(c, res)
 	var err error
 	if s.opts.Ledger != nil && c.key != nil {
 		st := s.settlement(c, p, res, u, cost, status)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/activity"
 	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/dialect"
@@ -95,6 +96,8 @@ type Server struct {
 	health     *health.Tracker
 	engine     *engine.Engine
 	pins       *sticky.Store
+	// activity keeps recent traffic and failed attempts for the dashboard.
+	activity *activity.Recorder
 
 	rtMu sync.Mutex
 	rt   atomic.Pointer[runtime]
@@ -165,6 +168,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/messages/count_tokens", &countHandler{s: s, d: anthropicmsgs.New()})
 	s.mux.Handle("POST /v1/responses/input_tokens", &countHandler{s: s, d: openairesponses.New()})
 	s.routeStateless()
+	s.routeDashboard()
 }
 
 func (s *Server) handle(pattern string, d dialect.Dialect) {
