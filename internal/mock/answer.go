@@ -188,7 +188,7 @@ func plan(name, modelOverride string, req *request, body []byte, sc *Script, ref
 	case req.format != nil:
 		// A JSON answer is sent whole: tokens= and stop sequences do not
 		// cut it; only the request's max tokens does.
-		a.text = pieces(req.format.text(schemaWord(name)))
+		a.text = pieces(omitJSONField(req.format.text(schemaWord(name)), sc.omitField))
 		if req.maxTokens >= 0 && req.maxTokens < len(a.text) {
 			a.text, a.stop = a.text[:req.maxTokens], stopLength
 		}

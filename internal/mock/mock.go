@@ -56,6 +56,8 @@
 //	malformed_after=K after K content events, one broken JSON event (then the rest)
 //	no_terminal       omit the stream's terminal event ([DONE], message_stop)
 //	refusal           answer with a refusal
+//	omit_field=NAME   a JSON answer leaves out its top-level field NAME (with
+//	                  p=F: that share of answers, seeded)
 //	event_delay=D     wait D between stream events
 //	tokens=N cached=N tool=name tools=N args={json}   shape the answer
 //	ignore_limit      the answer's length ignores the request's max tokens

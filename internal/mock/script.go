@@ -32,6 +32,8 @@ type Script struct {
 	noTerminal bool
 	refusal    bool
 	eventDelay time.Duration
+	// omitField: a JSON answer leaves out this top-level field.
+	omitField string
 
 	// Shaping part: always applies, whatever P rolls.
 	tokens int    // content tokens of a text answer; -1 = default
@@ -158,6 +160,8 @@ func (sc *Script) set(key, val string, hasVal bool) error {
 		sc.tokens, err = intIn(key, val, 0, maxTokens)
 	case "cached":
 		sc.cached, err = intIn(key, val, 0, maxCached)
+	case "omit_field":
+		sc.omitField, err = fieldName(val)
 	case "tool":
 		sc.tool, err = toolName(val)
 	case "tools":
@@ -188,7 +192,7 @@ func knownKey(k string) bool {
 	switch k {
 	case "status", "error_type", "error_code", "message", "retry_after", "retry_after_ms",
 		"delay", "event_delay", "stall_after", "die_after", "error_after", "malformed_after",
-		"tokens", "cached", "tool", "tools", "args", "p", "times", "report_input", "report_output":
+		"tokens", "cached", "tool", "tools", "args", "p", "times", "report_input", "report_output", "omit_field":
 		return true
 	}
 	return false
@@ -202,6 +206,9 @@ func (sc *Script) validate(seen map[string]bool) error {
 	}
 	if (sc.status != 0 || sc.stall) && sc.after != afterNone {
 		return fmt.Errorf("%s needs a successful stream; drop status/stall", afterKeys[sc.after])
+	}
+	if (sc.status != 0 || sc.stall) && sc.omitField != "" {
+		return fmt.Errorf("omit_field needs a successful answer; drop status/stall")
 	}
 	if (sc.status != 0 || sc.stall) && (sc.noTerminal || sc.refusal) {
 		return fmt.Errorf("no_terminal and refusal need a successful answer; drop status/stall")
@@ -251,6 +258,14 @@ func word(key, val string) (string, error) {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
 			return "", fmt.Errorf("%s=%q: want letters, digits, '_', '-' or '.'", key, val)
 		}
+	}
+	return val, nil
+}
+
+// fieldName accepts a JSON object key the script can name.
+func fieldName(val string) (string, error) {
+	if len(val) > 128 {
+		return "", fmt.Errorf("omit_field=%q: longer than 128 bytes", val)
 	}
 	return val, nil
 }
@@ -319,6 +334,9 @@ func (sc *Script) String() string {
 	}
 	if sc.eventDelay > 0 {
 		add("event_delay", sc.eventDelay)
+	}
+	if sc.omitField != "" {
+		add("omit_field", sc.omitField)
 	}
 	if sc.tokens >= 0 {
 		add("tokens", sc.tokens)

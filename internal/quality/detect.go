@@ -19,14 +19,14 @@ import "math"
 // The in-control rate q0 is the primary's, estimated from its recent
 // answers (Baseline); the test runs only once that estimate is known to a
 // quarter of the shift (its standard error at most δ/4, and at least
-// MinBaseline answers), and it uses the estimate moved z standard errors
-// towards the alternative, so the primary's sampling noise does not turn
-// into false alarms. The threshold is
+// MinBaseline answers for the default shift), and it uses the estimate
+// moved z standard errors towards the alternative, so the primary's
+// sampling noise does not turn into false alarms. The threshold is
 //
 //	h = ln(horizon · tests / false_alarm)
 //
-// where tests counts the one-sided tests running for the deployment
-// (Bonferroni over signals and directions): the chance that identical
+// where tests is the most one-sided tests one secondary can run
+// (Bonferroni over signals, fields and directions: testsPerPair): the chance that identical
 // deployments raise any alert within horizon answers is at most
 // false_alarm (and in practice far below it; see detect_test.go).
 
@@ -37,6 +37,10 @@ const (
 	// identical deployments 1-2% false alarms over 5,000 answers; 1,000
 	// gave none in 400 runs).
 	MinBaseline = 1000
+	// refShift is the shift MinBaseline is for (the default);
+	// minBaselineFloor the fewest answers any shift needs.
+	refShift         = 0.03
+	minBaselineFloor = 50
 	// BaselineMax bounds the baseline's memory: past twice this many
 	// answers the counts are halved, so the baseline follows the primary's
 	// last few tens of thousands of answers.
@@ -129,12 +133,21 @@ func (b *Baseline) Add(event bool) {
 // rate is the smoothed estimate and its standard error; ok is false while
 // the baseline is too small for a test of shift.
 func (b *Baseline) rate(shift float64) (q, se float64, ok bool) {
-	if b.N < MinBaseline {
+	if b.N < minBaseline(shift) {
 		return 0, 0, false
 	}
 	q = (b.X + 0.5) / (b.N + 1)
 	se = math.Sqrt(q * (1 - q) / b.N)
 	return q, se, se <= shift/seDiv
+}
+
+// minBaseline is MinBaseline for the default shift, scaled for others
+// as a rate's standard error is (by the square of the ratio), never below
+// minBaselineFloor: a test tuned for a large shift needs a rougher
+// baseline.
+func minBaseline(shift float64) float64 {
+	r := refShift / shift
+	return max(minBaselineFloor, MinBaseline*r*r)
 }
 
 // Rate is the baseline's observed rate (0 when empty).

@@ -32,7 +32,7 @@ func TestAdminJSONIsSnakeCase(t *testing.T) {
 		return b
 	}
 	do(http.MethodPut, "/v1/admin/budgets", `{"scope":"team","id":"search","credit_usd":5,"rpm":10}`)
-	for _, path := range []string{"/v1/admin/budgets", "/v1/admin/keys", "/v1/admin/health", "/v1/admin/config",
+	for _, path := range []string{"/v1/admin/budgets", "/v1/admin/keys", "/v1/admin/health", "/v1/admin/config", "/v1/admin/quality",
 		"/v1/admin/explain?model=" + publicModel, "/v1/usage?group_by=model,deployment",
 		"/v1/admin/traffic", "/v1/admin/failures"} {
 		var v any

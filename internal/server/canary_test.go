@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -40,6 +41,20 @@ func TestCanariesPersistNowhere(t *testing.T) {
 	for i := 0; i < 2; i++ { // an original and its replay
 		h.do(t, body(true), "Idempotency-Key", canaries[4])
 	}
+	// Structured answers, streamed and not: the mock copies the schema's
+	// enum value into its answer, so a canary travels in the answer
+	// itself; quality signals keep the schema's field paths, never a value
+	// or a description.
+	answerCanary, schemaCanary := "CANARY-answer-4b7d19", "CANARY-schema-e81c02"
+	for _, stream := range []bool{false, true} {
+		r := h.do(t, `{"model":"`+publicModel+`","stream":`+fmt.Sprint(stream)+`,"max_tokens":64,"messages":[{"role":"user","content":"x"}],`+
+			`"response_format":{"type":"json_schema","json_schema":{"name":"c","schema":{"type":"object","description":"`+schemaCanary+`",`+
+			`"properties":{"kind":{"type":"string","enum":["`+answerCanary+`"]}},"required":["kind"]}}}}`)
+		if !stream && !bytes.Contains(r.body, []byte(answerCanary)) || r.status != http.StatusOK {
+			t.Fatalf("the structured answer did not carry its canary: %d %s", r.status, r.body)
+		}
+	}
+	canaries = append(canaries, answerCanary, schemaCanary)
 	// Settle everything and checkpoint, then read every byte the gateway keeps.
 	_ = h.writer.Close(t.Context())
 	var kept bytes.Buffer
@@ -59,7 +74,7 @@ func TestCanariesPersistNowhere(t *testing.T) {
 		t.Fatal("no ledger bytes read")
 	}
 	kept.WriteString(h.logs.String())
-	for _, path := range []string{"/v1/admin/health", "/v1/admin/budgets", "/v1/admin/keys", "/v1/usage?group_by=org,team,key,model,deployment,day", "/metrics",
+	for _, path := range []string{"/v1/admin/health", "/v1/admin/quality", "/v1/admin/budgets", "/v1/admin/keys", "/v1/usage?group_by=org,team,key,model,deployment,day", "/metrics",
 		"/v1/admin/traffic", "/v1/admin/failures", "/ui", "/ui/app.js"} {
 		req, _ := http.NewRequest(http.MethodGet, h.gw.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+adminKey)

@@ -151,7 +151,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	// Exercise turns are read, not taken: explain shows the decision the
 	// next request would get.
 	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: attrs, InputTokens: budget.EstimateInputTokens(req.InputBytes()),
-		Priority: prio, Rates: rt.routing, Turns: (*turnPeeker)(rt.routing), Conversation: conv, Sticky: s.pins}, s.health, rt)
+		Priority: prio, Rates: rt.routing, Turns: (*turnPeeker)(rt.routing), Conversation: conv, Sticky: s.pins, Quality: s.quality}, s.health, rt)
 	if pl.Verdict == route.UnknownModel {
 		writeJSONError(w, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model", Message: "no route for model " + strconv.Quote(req.Model)})
 		return

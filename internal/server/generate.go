@@ -132,7 +132,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: s.attributes(r, key, req, rt.snap), InputTokens: c.inputEst,
-		Priority: prio, Rates: rt.routing, Turns: (*turnTaker)(rt.routing), Conversation: conv, Sticky: s.pins}, s.health, rt)
+		Priority: prio, Rates: rt.routing, Turns: (*turnTaker)(rt.routing), Conversation: conv, Sticky: s.pins, Quality: s.quality}, s.health, rt)
 	c.plan = pl
 	if pub := unrouted(pl, req); pub != nil {
 		s.writeError(w, c, pub, nil)
@@ -267,6 +267,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.writeDeadline(w)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(*buf)
+	s.observeQuality(c, res, nil)
 	s.finishIdempotency(c, http.StatusOK, false, true)
 }
 

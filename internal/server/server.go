@@ -30,6 +30,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/metrics"
 	"github.com/spillway-gw/spillway/internal/provider"
+	"github.com/spillway-gw/spillway/internal/quality"
 	"github.com/spillway-gw/spillway/internal/sticky"
 )
 
@@ -96,6 +97,9 @@ type Server struct {
 	health     *health.Tracker
 	engine     *engine.Engine
 	pins       *sticky.Store
+	// quality measures answers per deployment and alerts on divergence
+	// (quality.go); in this process only.
+	quality *quality.Monitor
 	// activity keeps recent traffic and failed attempts for the dashboard.
 	activity *activity.Recorder
 
@@ -139,6 +143,7 @@ func New(opts Options) *Server {
 	s.engine = engine.New(opts.Log, engine.WithGate(quotaGate{next: healthGate{opts.Health}, s: s}),
 		engine.WithAnswerMemory(opts.Catalog.Load().Config().Server.MaxAnswerMemory),
 		engine.WithObserver(opts.Metrics))
+	s.quality = s.newQuality()
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	s.streamBufs.New = func() any { b := make([]byte, 0, 1024); return &b }
 	s.routes()
@@ -168,6 +173,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/messages/count_tokens", &countHandler{s: s, d: anthropicmsgs.New()})
 	s.mux.Handle("POST /v1/responses/input_tokens", &countHandler{s: s, d: openairesponses.New()})
 	s.routeStateless()
+	s.routeQuality()
 	s.routeDashboard()
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/quality"
 )
 
 // stream runs a streamed request. Until commit nothing is written, so a
@@ -44,6 +45,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engi
 		s.finishIdempotency(c, http.StatusOK, true, true)
 	default:
 		c.status, c.outcome = http.StatusOK, "ok"
+		s.observeQuality(c, res, &sink.tap)
 		s.finishIdempotency(c, http.StatusOK, false, true)
 	}
 }
@@ -68,6 +70,8 @@ type streamSink struct {
 	// withheld: the ledger could not record the answer, so its terminator
 	// was replaced by a ledger_unavailable error event.
 	withheld bool
+	// tap keeps what quality signals need of the answer (bounded).
+	tap quality.Tap
 }
 
 func (k *streamSink) Commit(res *engine.Result) error {
@@ -95,6 +99,7 @@ func (k *streamSink) Commit(res *engine.Result) error {
 }
 
 func (k *streamSink) Event(ev *canonical.Event) error {
+	k.tap.Event(k.c.req, ev)
 	*k.buf = k.enc.Event((*k.buf)[:0], ev)
 	return k.write()
 }
