@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/spillway-gw/spillway/internal/ui"
 )
 
 // chromiumForTest finds the browser for the dashboard test:
@@ -184,7 +187,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitFor("no failover yet", `!document.querySelector('#failovers-empty').hidden`)
 	waitFor("the team's usage", has(`#usage-table tr[data-team="search"][data-model="`+publicModel+`"]`, "3"))
 	// Quality answers 404 until its endpoint exists, then 200.
-	waitFor("the quality panel", exists(`#quality[data-state="empty"], #quality[data-state="ok"]`))
+	// Quality: "no quality data" while GET /v1/admin/quality answers 404,
+	// else the report, the primary's answers counted.
+	waitFor("the quality panel", exists(`#quality[data-state="empty"]`)+" || "+
+		exists(`#quality[data-state="ok"] #quality-deployments tr[data-deployment="primary"]`))
 	waitFor("no failed attempt yet", has("#failures-note", "No failed attempt"))
 	if err := chromedp.Do(tab, chromedp.SendKeys(`#explain-form input[name="model"]`, publicModel), chromedp.Click(`#explain-form button[type="submit"]`)); err != nil {
 		t.Fatal(err)
@@ -211,13 +217,29 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	waitFor("explain without the open primary", exists(`#explain-facts dd[data-order="secondary"]`))
 	shot("dashboard-outage.png")
-
-	// Content-free: the prompt never reaches the page.
-	html, err := chromedp.Run(tab, chromedp.OuterHTML("html"))
+	outageHTML, err := chromedp.Run(tab, chromedp.OuterHTML("html"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(html, canary) {
+
+	// Quality alerts render: a stand-in admin API answers a report with
+	// an ejected deployment (the real detector needs hundreds of answers
+	// to raise one; internal/quality measures that).
+	fake := httptest.NewServer(fakeQualityAPI())
+	defer fake.Close()
+	if err := chromedp.Do(tab, chromedp.Navigate(fake.URL+"/ui?refresh=300"), chromedp.SendKeys("#admin-key", "any"),
+		chromedp.Click(`#login button[type="submit"]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the alert", exists(`#quality-alerts tr[data-deployment="secondary"][data-signal="field_populated"]`)+" && "+
+		has("#quality-alerts", "ineligible until cleared")+" && "+has("#quality-alerts", "$.city"))
+	waitFor("the pair's comparison", has(`#quality-pools tr[data-deployment="secondary"]`, "ejected"))
+	waitFor("the signals", has(`#quality-deployments tr[data-deployment="secondary"]`, "97.0% of 300"))
+	waitFor("the other panels' errors", has("#traffic .panel-status", "404"))
+	shot("dashboard-quality-alert.png")
+
+	// Content-free: the prompt never reaches the page.
+	if strings.Contains(outageHTML, canary) {
 		t.Error("the prompt's canary is on the page")
 	}
 	for _, m := range console() {
@@ -231,4 +253,30 @@ func TestDashboardInBrowser(t *testing.T) {
 // jsString quotes s as a JavaScript string literal.
 func jsString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// fakeQualityAPI serves the dashboard and a canned quality report with one
+// alert; every other admin call is a 404.
+func fakeQualityAPI() http.Handler {
+	mux := http.NewServeMux()
+	h := ui.Handler()
+	mux.Handle("GET /ui", h)
+	mux.Handle("GET /ui/{file...}", h)
+	mux.HandleFunc("GET /v1/admin/quality", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"scope":"replica",
+ "deployments":[
+  {"deployment":"primary","answers":900,"signals":[{"signal":"json_valid","answers":400,"events":400,"rate":1}],
+   "fields":[{"path":"$.city","answers":400,"populated":400,"rate":1}],"fields_dropped":0,"unmeasured":0,
+   "finish_reasons":[{"reason":"stop","answers":900,"rate":1}],"length_bytes":{"p50":120,"p90":300,"p99":800}},
+  {"deployment":"secondary","answers":300,"signals":[{"signal":"json_valid","answers":300,"events":291,"rate":0.97}],
+   "fields":[{"path":"$.city","answers":300,"populated":279,"rate":0.93}],"fields_dropped":0,"unmeasured":0,
+   "finish_reasons":[{"reason":"stop","answers":300,"rate":1}],"length_bytes":{"p50":110,"p90":290,"p99":700}}],
+ "pools":[{"pool":"pool","primary":"primary","false_alarm":0.01,"horizon":5000,"shift":0.03,"eject":true,
+   "secondaries":[{"deployment":"secondary","answers_tested":260,"alerts":1,"ejected":true}]}],
+ "alerts":[{"pool":"pool","deployment":"secondary","primary":"primary","signal":"field_populated","field":"$.city",
+   "direction":"lower","primary_rate":1,"deployment_rate":0.93,"answers":260,"since":"2026-12-01T10:00:00Z","ejected":true}]}`)
+	})
+	mux.HandleFunc("/", http.NotFound)
+	return mux
 }

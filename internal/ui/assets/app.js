@@ -256,6 +256,72 @@
     return dl;
   }
 
+  // table builds a table of rows: cols are [heading, cell(row)] pairs,
+  // attrs(row) the row's attributes.
+  function table(id, cols, rows, attrs) {
+    return el('table', { id },
+      el('thead', {}, el('tr', {}, ...cols.map(([h]) => el('th', { scope: 'col' }, h)))),
+      el('tbody', {}, ...rows.map((row) => el('tr', attrs ? attrs(row) : {}, ...cols.map(([, cell]) => {
+        const v = cell(row);
+        return v instanceof Node && (v.nodeName === 'TD' || v.nodeName === 'TH') ? v : el('td', {}, v);
+      })))));
+  }
+
+  const num = (v) => el('td', { class: 'num' }, v);
+  const rate = (x, n) => fmtPct(x || 0) + ' of ' + fmtInt(n);
+
+  // renderQualityReport renders GET /v1/admin/quality's report: the
+  // active alerts, each pool's comparisons, and each deployment's signals
+  // (a rate always with the count it is over) and field population.
+  function renderQualityReport(q) {
+    const parts = [el('p', { class: 'note' }, 'Content-free aggregates of the answers ' +
+      (q.scope === 'replica' ? 'this replica served' : 'served') + ' since it started; divergence is tested against each pool\'s primary.')];
+    const alerts = q.alerts || [];
+    parts.push(el('h3', {}, 'Alerts'), alerts.length ? table('quality-alerts', [
+      ['Pool', (a) => a.pool], ['Deployment', (a) => a.deployment], ['Signal', (a) => a.signal + (a.field ? ' ' + a.field : '')],
+      ['Direction', (a) => a.direction], ['Primary', (a) => a.primary + ' ' + fmtPct(a.primary_rate)],
+      ['Deployment rate', (a) => num(fmtPct(a.deployment_rate))], ['Answers tested', (a) => num(fmtInt(a.answers))],
+      ['Since', (a) => fmtTime(a.since)], ['Ejected', (a) => a.ejected ? 'yes: ineligible until cleared' : 'no'],
+    ], alerts, (a) => ({ class: 'bad', 'data-deployment': a.deployment, 'data-signal': a.signal })) :
+      el('p', { class: 'note', id: 'quality-no-alerts' }, 'No divergence alert.'));
+
+    const pairs = [];
+    for (const p of q.pools || []) for (const s of p.secondaries || []) pairs.push({ ...s, pool: p.pool, primary: p.primary, eject: p.eject });
+    if (pairs.length) {
+      parts.push(el('h3', {}, 'Compared with the primary'), table('quality-pools', [
+        ['Pool', (x) => x.pool], ['Primary', (x) => x.primary], ['Secondary', (x) => x.deployment],
+        ['Answers tested', (x) => num(fmtInt(x.answers_tested))], ['Alerts', (x) => num(fmtInt(x.alerts))],
+        ['On divergence', (x) => x.ejected ? 'ejected' : (x.eject ? 'eject' : 'alert only')],
+      ], pairs, (x) => ({ class: x.alerts ? 'bad' : '', 'data-deployment': x.deployment })));
+    }
+
+    const deps = q.deployments || [];
+    if (!deps.length) {
+      parts.push(el('p', { class: 'note', id: 'quality-no-answers' }, 'No answer measured yet.'));
+      return parts;
+    }
+    const signals = [];
+    for (const d of deps) for (const s of d.signals || []) if (!signals.includes(s.signal)) signals.push(s.signal);
+    parts.push(el('h3', {}, 'Signals per deployment'), table('quality-deployments', [
+      ['Deployment', (d) => el('th', { scope: 'row' }, d.deployment)],
+      ['Answers', (d) => num(fmtInt(d.answers))],
+      ...signals.map((name) => [name.replaceAll('_', ' '), (d) => {
+        const s = (d.signals || []).find((x) => x.signal === name);
+        return num(s && s.answers ? rate(s.rate, s.answers) : '–');
+      }]),
+      ['Length p50/p90/p99 (bytes)', (d) => num(d.length_bytes ? [d.length_bytes.p50, d.length_bytes.p90, d.length_bytes.p99].map(fmtInt).join(' / ') : '–')],
+      ['Finish reasons', (d) => (d.finish_reasons || []).map((f) => f.reason + ' ' + fmtPct(f.rate)).join(', ') || '–'],
+    ], deps, (d) => ({ 'data-deployment': d.deployment, 'data-answers': d.answers })));
+    const fields = [];
+    for (const d of deps) for (const f of (d.fields || []).slice(0, 100)) fields.push({ ...f, deployment: d.deployment });
+    if (fields.length) {
+      parts.push(el('h3', {}, 'Field population (declared fields of structured answers)'), table('quality-fields', [
+        ['Deployment', (f) => f.deployment], ['Field', (f) => el('code', {}, f.path)], ['Populated', (f) => num(rate(f.rate, f.answers))],
+      ], fields.slice(0, 500)));
+    }
+    return parts;
+  }
+
   function renderQuality(r) {
     const section = $('#quality');
     const body = $('#quality-body');
@@ -267,17 +333,13 @@
       return;
     }
     if (!settle('quality', r)) return;
-    // Alerts first, when the answer has them; then everything else as it
-    // comes (the signals' shape belongs to the quality endpoint).
-    const q = r.body && typeof r.body === 'object' && !Array.isArray(r.body) ? { ...r.body } : { quality: r.body };
-    const parts = [];
-    if (Array.isArray(q.alerts)) {
-      parts.push(el('h3', {}, 'Alerts'), q.alerts.length ? value(q.alerts, 1) :
-        el('p', { class: 'note', id: 'quality-no-alerts' }, 'No divergence alert.'));
-      delete q.alerts;
+    const q = r.body;
+    if (q && typeof q === 'object' && Array.isArray(q.deployments)) {
+      body.replaceChildren(...renderQualityReport(q));
+    } else {
+      // A shape this page does not know: show it as it comes.
+      body.replaceChildren(value(q, 0));
     }
-    parts.push(el('h3', {}, 'Signals'), value(q, 0));
-    body.replaceChildren(...parts);
   }
 
   // Usage -----------------------------------------------------------
@@ -309,7 +371,7 @@
       el('td', {}, x.deployment),
       el('td', {}, x.verdict + (x.timeout ? ' (' + x.timeout + ' timeout)' : '') + (x.retry ? ', retry' : '')),
       el('td', { class: 'num' }, x.http_status || 'none'),
-      el('td', { class: 'num' }, fmtInt(x.duration_ms) + ' ms'),
+      el('td', { class: 'num' }, x.duration_ms ? fmtInt(x.duration_ms) + ' ms' : '<1 ms'),
       el('td', {}, x.served_by || 'nobody'))));
     $('#failures-table').hidden = list.length === 0;
   }
