@@ -78,11 +78,19 @@ func BenchmarkUsage1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer lite.Close()
+	// The same database without parallel workers: one process per query,
+	// as SQLite runs in one thread (on a machine whose cores are busy,
+	// PostgreSQL's workers also take more of them than one thread gets).
+	serial, err := Open(ctx, withParam(dsn, "max_parallel_workers_per_gather", "0"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer serial.Close()
 	stores := []struct {
 		name string
 		s    ledger.Store
-	}{{"sqlite", lite}, {"postgres", pg}}
-	for _, st := range stores {
+	}{{"sqlite", lite}, {"postgres", pg}, {"postgres-serial", serial}}
+	for _, st := range stores[:2] {
 		d := loadUsage(b, st.s, n)
 		b.Logf("%s: loaded %d requests in %v (%.0f rows/s)", st.name, n, d.Round(time.Millisecond), float64(n)/d.Seconds())
 	}
