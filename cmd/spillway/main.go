@@ -33,6 +33,8 @@ usage:
   spillway health [--url URL]                      a running gateway's deployment health (SPILLWAY_ADMIN_KEY)
   spillway explain --model M [--max-tokens N] [--url URL]
                                                    how a running gateway would route a request (SPILLWAY_ADMIN_KEY)
+  spillway quality [--json] [--url URL] | quality clear --pool P --deployment D
+                                                   answer-quality signals and divergence alerts (SPILLWAY_ADMIN_KEY)
   spillway keys create --org O --team T [--budget-usd N --daily-cap-usd N --rpm N --tpm N --models a,b]
   spillway keys list | keys revoke KEY_ID          virtual keys, in the ledger
   spillway budgets set --scope org|team|key|model --id ID [--credit-usd N ...] | budgets list
@@ -60,6 +62,7 @@ var commands = map[string]struct {
 	"bench":   {run: runBench},
 	"health":  {run: runHealth},
 	"explain": {run: runExplain},
+	"quality": {run: runQuality, subs: qualitySubs},
 	"eval":    {run: runEval},
 	"keys":    {run: runKeys, subs: keysSubs},
 	"budgets": {run: runBudgets, subs: budgetsSubs},
