@@ -82,6 +82,8 @@ func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lo
 	cfg, errs, warns := catalog.Check(data, path, catalog.WithLookupEnv(lookupEnv))
 	if cfg != nil {
 		warns = append(warns, cfg.MissingCredentials(path, lookupEnv)...)
+		_, dsn := cfg.LedgerDSN(path, lookupEnv) // postgres: its variable unset or empty
+		warns = append(warns, dsn...)
 		warns = append(warns, cfg.DueCertifications(path, time.Now())...)
 		if *evidenceDir != "" {
 			e, w := verifyEvidence(cfg, path, *evidenceDir)

@@ -211,3 +211,32 @@ routes: [{model: m, pool: p}]
 		t.Fatalf("usage: %v\n%s", err, out.String())
 	}
 }
+
+// TestCheckNamesTheLedgerDSNVariable: spillway check warns, on the
+// ledger's line, when the PostgreSQL ledger's DSN variable is unset, and
+// says nothing of it when it is set (never showing the DSN).
+func TestCheckNamesTheLedgerDSNVariable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(`deployments:
+  - {id: a, provider: openai, base_url: "http://127.0.0.1:9", model: m, price: {input_per_mtok: 1, output_per_mtok: 1}}
+pools: [{id: p, model: m, deployments: [a]}]
+routes: [{model: m, pool: p}]
+ledger:
+  driver: postgres
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var out, errb bytes.Buffer
+	checkWithEnv(context.Background(), []string{path}, &out, &errb, lookup)
+	if !strings.Contains(out.String(), "c.yaml:5: ledger.dsn_env: environment variable SPILLWAY_LEDGER_DSN (the PostgreSQL ledger's DSN) is not set") {
+		t.Errorf("check with the DSN unset said:\n%s%s", out.String(), errb.String())
+	}
+	env["SPILLWAY_LEDGER_DSN"] = "postgres://spw:s3cret@db/ledger"
+	out.Reset()
+	checkWithEnv(context.Background(), []string{path}, &out, &errb, lookup)
+	if strings.Contains(out.String(), "dsn_env") || strings.Contains(out.String(), "s3cret") {
+		t.Errorf("check with the DSN set said:\n%s", out.String())
+	}
+}
