@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -1244,11 +1245,19 @@ func runBenchProxy(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	target := fs.String("target", "", "upstream base URL (required)")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	pprofAddr := fs.String("pprof", os.Getenv("SPILLWAY_PPROF_BARE"), "serve Go's pprof profiles on this loopback address, as serve --pprof does, to profile the baseline beside spillway (default $SPILLWAY_PPROF_BARE; empty = off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	if *pprofAddr != "" {
+		stop, err := servePprof(*pprofAddr, slog.New(slog.NewTextHandler(stderr, nil)))
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	u, err := url.Parse(*target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
@@ -124,6 +125,12 @@ func servePprof(addr string, log *slog.Logger) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("pprof: %w", err)
 	}
+	// Contention is what a profile of a gateway most often has to explain,
+	// so the mutex and block profiles are on while pprof is: one mutex
+	// contention in 100, and a blocking event for every millisecond
+	// blocked (each sampled event costs a stack walk, so not finer).
+	runtime.SetMutexProfileFraction(100)
+	runtime.SetBlockProfileRate(int(time.Millisecond.Nanoseconds()))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
