@@ -58,6 +58,8 @@ const (
 type Monitor struct {
 	log *slog.Logger
 	now func() time.Time
+	// schemas keeps compiled request schemas for Extract.
+	schemas *schemaCache
 
 	mu   sync.Mutex
 	snap *catalog.Snapshot
@@ -157,7 +159,7 @@ func NewMonitor(log *slog.Logger, now func() time.Time) *Monitor {
 	if now == nil {
 		now = time.Now
 	}
-	m := &Monitor{log: log, now: now, deps: map[string]*depStats{}, pairs: map[pairKey]*pair{},
+	m := &Monitor{log: log, now: now, schemas: newSchemaCache(), deps: map[string]*depStats{}, pairs: map[pairKey]*pair{},
 		bySecondary: map[string][]*pair{}, fired: map[alertKey]int64{}}
 	m.ejected.Store(&map[pairKey]struct{}{})
 	return m
@@ -185,7 +187,10 @@ func (m *Monitor) Observe(snap *catalog.Snapshot, deployment string, s *Sample) 
 	}
 	d := m.deps[deployment]
 	if d == nil {
-		if _, known := snap.Deployment(deployment); snap != nil && !known {
+		if snap == nil {
+			return // no config seen yet: no deployment is known
+		}
+		if _, known := snap.Deployment(deployment); !known {
 			return // not a configured deployment: nothing is kept for it
 		}
 		d = &depStats{}

@@ -2,7 +2,10 @@ package quality
 
 import (
 	"encoding/json"
+	"hash/maphash"
+	"math"
 	"strings"
+	"sync"
 )
 
 // A schema, as far as quality signals read one: the JSON Schema subset
@@ -172,8 +175,7 @@ func typeBit(s string) uint8 {
 	return 0
 }
 
-// conforms checks v (as encoding/json decodes into any, numbers as
-// json.Number) against n.
+// conforms checks v (as encoding/json decodes into any) against n.
 func (n *schemaNode) conforms(v any, depth int) bool {
 	if n == nil || n.loose || depth > maxSchemaDepth {
 		return true
@@ -229,11 +231,12 @@ func typeOf(v any) uint8 {
 		return tArray
 	case string:
 		return tString
-	case json.Number:
-		if strings.ContainsAny(string(x), ".eE") {
-			return tNumber
+	case float64:
+		// JSON Schema counts 1.0 as an integer too.
+		if x == math.Trunc(x) && !math.IsInf(x, 0) {
+			return tInteger
 		}
-		return tInteger
+		return tNumber
 	case bool:
 		return tBoolean
 	case nil:
@@ -350,4 +353,70 @@ func filled(v any) bool {
 		return len(x) > 0
 	}
 	return true
+}
+
+// compiled is a schema compiled once, with its field paths: immutable,
+// shared by every answer whose request carries the same schema.
+type compiled struct {
+	raw   []byte
+	node  *schemaNode
+	paths []string
+}
+
+// Bounds of the schema cache: past either, it starts over.
+const (
+	maxCachedSchemas     = 256
+	maxCachedSchemaBytes = 4 << 20
+)
+
+// schemaCache keeps compiled schemas by content: requests of one
+// workload carry the same schema, and compiling it costs several times
+// checking an answer against it. Safe for concurrent use.
+type schemaCache struct {
+	seed  maphash.Seed
+	mu    sync.Mutex
+	byKey map[uint64]*compiled
+	bytes int
+}
+
+func newSchemaCache() *schemaCache {
+	return &schemaCache{seed: maphash.MakeSeed(), byKey: map[uint64]*compiled{}}
+}
+
+// get compiles raw, or finds it compiled; nil when it does not compile
+// (nil cache: compile every time).
+func (c *schemaCache) get(raw []byte) *compiled {
+	if len(raw) == 0 || len(raw) > MaxSchemaBytes {
+		return nil
+	}
+	if c == nil {
+		return compileEntry(raw)
+	}
+	k := maphash.Bytes(c.seed, raw)
+	c.mu.Lock()
+	e, ok := c.byKey[k]
+	c.mu.Unlock()
+	if ok && string(e.raw) == string(raw) {
+		return e
+	}
+	e = compileEntry(raw)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byKey) >= maxCachedSchemas || c.bytes+len(raw) > maxCachedSchemaBytes {
+		clear(c.byKey)
+		c.bytes = 0
+	}
+	c.byKey[k] = e
+	c.bytes += len(raw)
+	return e
+}
+
+// compileEntry compiles raw into a cache entry (node nil: it does not
+// compile; remembered so, too).
+func compileEntry(raw []byte) *compiled {
+	e := &compiled{raw: append([]byte(nil), raw...), node: compileSchema(raw)}
+	if e.node != nil {
+		e.paths = e.node.fieldPaths()
+	}
+	return e
 }

@@ -176,10 +176,21 @@ type Field struct {
 	Populated bool
 }
 
-// Extract reduces an answer to its signals. Its work is bounded by the
-// caps above: at most MaxJSONBytes of answer and MaxSchemaBytes of
-// schema are parsed, and the tool schemas of at most MaxToolCalls calls.
+// Extract reduces an answer to its signals, compiling schemas afresh
+// (Monitor.Extract keeps them compiled).
 func Extract(req *canonical.Request, a *Answer) Sample {
+	return extract(nil, req, a)
+}
+
+// Extract reduces an answer to its signals, with the Monitor's cache of
+// compiled schemas. Its work is bounded by the caps above: at most
+// MaxJSONBytes of answer and MaxSchemaBytes of schema are parsed, and the
+// tool schemas of at most MaxToolCalls calls. It takes no Monitor lock.
+func (m *Monitor) Extract(req *canonical.Request, a *Answer) Sample {
+	return extract(m.schemas, req, a)
+}
+
+func extract(cache *schemaCache, req *canonical.Request, a *Answer) Sample {
 	s := Sample{Stop: a.Stop, Length: a.TextBytes + a.RefusalBytes}
 	for i := range a.Tools {
 		s.Length += a.Tools[i].ArgBytes
@@ -191,65 +202,54 @@ func Extract(req *canonical.Request, a *Answer) Sample {
 	s.ToolCall = a.ToolCalls > 0
 	if rf := req.ResponseFormat; rf != nil && rf.Type != canonical.FormatText && !s.Refusal && a.ToolCalls == 0 {
 		s.Structured = true
-		extractJSON(&s, rf, a)
+		extractJSON(cache, &s, rf, a)
 	}
 	if s.ToolCall {
-		checkTools(&s, req, a)
+		checkTools(cache, &s, req, a)
 	}
 	return s
 }
 
 // extractJSON measures a structured answer's validity, conformance and
 // field population.
-func extractJSON(s *Sample, rf *canonical.ResponseFormat, a *Answer) {
+func extractJSON(cache *schemaCache, s *Sample, rf *canonical.ResponseFormat, a *Answer) {
 	if a.TextCut {
 		return
 	}
 	s.Measured = true
 	text := bytes.TrimSpace(a.Text)
-	if !utf8.Valid(text) || !json.Valid(text) {
-		var sch *schemaNode
-		if rf.Type == canonical.FormatJSONSchema {
-			sch = compileSchema(rf.Schema)
+	var sch *compiled
+	if rf.Type == canonical.FormatJSONSchema {
+		if sch = cache.get(rf.Schema); sch != nil && sch.node == nil {
+			sch = nil
 		}
-		s.Schema = sch != nil
-		return // invalid: not valid for the schema either; no fields observed
+	}
+	s.Schema = sch != nil
+	if !utf8.Valid(text) {
+		return
+	}
+	if sch == nil {
+		s.JSONValid = json.Valid(text)
+		return
+	}
+	// One pass validates and decodes: invalid JSON is not valid for the
+	// schema either, and observes no field.
+	var v any
+	if json.Unmarshal(text, &v) != nil {
+		return
 	}
 	s.JSONValid = true
-	if rf.Type != canonical.FormatJSONSchema {
-		return
-	}
-	sch := compileSchema(rf.Schema)
-	if sch == nil {
-		return
-	}
-	s.Schema = true
-	v, ok := decode(text)
-	if !ok {
-		return
-	}
-	s.SchemaValid = sch.conforms(v, 0)
-	for _, p := range sch.fieldPaths() {
+	s.SchemaValid = sch.node.conforms(v, 0)
+	for _, p := range sch.paths {
 		if obs, pop := populated(v, p); obs {
 			s.Fields = append(s.Fields, Field{Path: p, Populated: pop})
 		}
 	}
 }
 
-// decode parses valid JSON text, numbers kept as json.Number.
-func decode(text []byte) (any, bool) {
-	d := json.NewDecoder(bytes.NewReader(text))
-	d.UseNumber()
-	var v any
-	if d.Decode(&v) != nil {
-		return nil, false
-	}
-	return v, true
-}
-
 // checkTools measures tool-call argument validity: every read call's
 // arguments parse as a JSON object and conform to its tool's parameters.
-func checkTools(s *Sample, req *canonical.Request, a *Answer) {
+func checkTools(cache *schemaCache, s *Sample, req *canonical.Request, a *Answer) {
 	valid, checked := true, false
 	for i := range a.Tools {
 		c := &a.Tools[i]
@@ -261,15 +261,17 @@ func checkTools(s *Sample, req *canonical.Request, a *Answer) {
 		if len(args) == 0 {
 			args = []byte("{}") // no argument deltas: an empty object
 		}
-		if !utf8.Valid(args) || !json.Valid(args) || args[0] != '{' {
+		if !utf8.Valid(args) || args[0] != '{' {
 			valid = false
 			continue
 		}
-		sch := compileSchema(toolSchema(req, c.Name))
-		if sch == nil {
+		sch := cache.get(toolSchema(req, c.Name))
+		if sch == nil || sch.node == nil {
+			valid = valid && json.Valid(args)
 			continue
 		}
-		if v, ok := decode(args); !ok || !sch.conforms(v, 0) {
+		var v any
+		if json.Unmarshal(args, &v) != nil || !sch.node.conforms(v, 0) {
 			valid = false
 		}
 	}

@@ -117,6 +117,7 @@ func TestExtract(t *testing.T) {
 			want:   Sample{Structured: true, Measured: true, JSONValid: true, Schema: true, SchemaValid: true, Length: 45, Stop: canonical.StopEnd},
 			fields: "coverage=false coverage.effective_date=false"},
 	}
+	mon := NewMonitor(nil, nil)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a := FromResponse(&tc.resp)
@@ -131,6 +132,12 @@ func TestExtract(t *testing.T) {
 			got.Fields = nil
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("sample\n got %+v\nwant %+v", got, tc.want)
+			}
+			// With compiled schemas kept, twice: the same.
+			for range 2 {
+				if c := mon.Extract(tc.req, &a); fieldsOf(c) != tc.fields {
+					t.Errorf("cached: fields %q, want %q", fieldsOf(c), tc.fields)
+				}
 			}
 			// A stream's tap sees the same answer.
 			var tap Tap
@@ -211,5 +218,36 @@ func TestLengthBuckets(t *testing.T) {
 	}
 	if p50 := l.Quantile(0.5); p50 < 500 || p50 > 600 {
 		t.Fatalf("p50 %d, want about 500", p50)
+	}
+}
+
+// BenchmarkExtract is the hot-path cost of one answer's signals: a plain
+// text answer, and a structured one checked against its schema.
+func BenchmarkExtract(b *testing.B) {
+	text := &canonical.Response{Text: strings.Repeat("lorem ipsum ", 40), Stop: canonical.StopEnd}
+	js := &canonical.Response{Text: `{"insured":"x","coverage":{"effective_date":"2025-01-01","limit":1000},"items":[{"name":"a"},{"name":"b"}],"kind":"auto"}`, Stop: canonical.StopEnd}
+	for _, bc := range []struct {
+		name string
+		req  *canonical.Request
+		resp *canonical.Response
+	}{{"text", &canonical.Request{}, text}, {"json_schema", structured(policySchema), js}} {
+		m := NewMonitor(nil, nil)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				a := FromResponse(bc.resp)
+				_ = m.Extract(bc.req, &a)
+			}
+		})
+	}
+}
+
+func TestObserveUnknownDeployment(t *testing.T) {
+	m := NewMonitor(nil, nil)
+	s := Sample{Length: 3}
+	m.Observe(nil, "x", &s)
+	m.Observe(testSnapshot(t, ""), "not-configured", &s)
+	if rep := m.Report(); len(rep.Deployments) != 0 {
+		t.Fatalf("kept %+v", rep.Deployments)
 	}
 }

@@ -43,7 +43,7 @@ func (s *Server) observeQuality(c *call, res *engine.Result, tap *quality.Tap) {
 	default:
 		return
 	}
-	smp := quality.Extract(c.req, &a)
+	smp := s.quality.Extract(c.req, &a)
 	s.quality.Observe(s.runtime().snap, res.Attempts[k].Deployment, &smp)
 }
 
