@@ -27,11 +27,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
 	"github.com/spillway-gw/spillway/internal/loadgen"
 	"github.com/spillway-gw/spillway/internal/loadgen/wrk"
-	"github.com/spillway-gw/spillway/internal/server"
 )
 
 const benchUsage = `usage: spillway bench [flags]
@@ -553,8 +553,8 @@ routes: [{model: %s, pool: bench}]
 	}
 	defer st.Close()
 	usd := 1e6
-	lim := server.Limits{CreditUSD: &usd, DailyCapUSD: &usd, RPM: 1 << 30, TPM: 1 << 40}
-	kc, err := server.CreateKey(ctx, st, &server.KeyRequest{Org: "bench", Team: "bench", Limits: lim}, time.Now())
+	lim := ledger.Limits{CreditUSD: &usd, DailyCapUSD: &usd, RPM: 1 << 30, TPM: 1 << 40}
+	kc, err := keys.Create(ctx, st, &keys.Request{Org: "bench", Team: "bench", Limits: lim}, time.Now())
 	if err != nil {
 		return "", fmt.Errorf("creating the bench key: %w", err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
-	"github.com/spillway-gw/spillway/internal/server"
 )
 
 // ledgerFlags are the flags that find the ledger: --db, or the config's
@@ -103,8 +102,8 @@ func addLimitFlags(fs *flag.FlagSet, creditName string) *limitFlags {
 
 // limits returns only the limits given on the command line (a given 0 is a
 // real limit of zero).
-func (l *limitFlags) limits(fs *flag.FlagSet, creditName string) server.Limits {
-	var out server.Limits
+func (l *limitFlags) limits(fs *flag.FlagSet, creditName string) ledger.Limits {
+	var out ledger.Limits
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case creditName:
@@ -168,7 +167,7 @@ key's own (key scope); --models restricts it to models the config routes.`, stde
 	if _, ok := catalog.ParsePriority(*priority); !ok {
 		return usageErrorf("--priority %q is not one of %s", *priority, strings.Join(catalog.PriorityNames[:], ", "))
 	}
-	kr := &server.KeyRequest{Org: *org, Team: *team, Residency: *residency, Priority: *priority, Limits: lim.limits(fs, "budget-usd")}
+	kr := &keys.Request{Org: *org, Team: *team, Residency: *residency, Priority: *priority, Limits: lim.limits(fs, "budget-usd")}
 	if *models != "" {
 		for m := range strings.SplitSeq(*models, ",") {
 			if m = strings.TrimSpace(m); m != "" {
@@ -184,7 +183,7 @@ key's own (key scope); --models restricts it to models the config routes.`, stde
 		return err
 	}
 	defer st.Close()
-	kc, err := server.CreateKey(ctx, st, kr, time.Now())
+	kc, err := keys.Create(ctx, st, kr, time.Now())
 	if err != nil {
 		return err
 	}
@@ -206,7 +205,7 @@ func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer st.Close()
-	ks, err := server.ListKeys(ctx, st)
+	ks, err := keys.List(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -442,9 +441,9 @@ and filtered, as a table, CSV or JSON.`, stderr)
 	for i, f := range []string{"org", "team", "key", "model", "deployment"} {
 		v.Set(f, *filters[i])
 	}
-	q, pub := server.ParseUsageQuery(v, time.Now())
-	if pub != nil {
-		return usageErrorf("%s", pub.Message)
+	q, err := ledger.ParseUsageQuery(v, time.Now())
+	if err != nil {
+		return usageErrorf("%v", err)
 	}
 	st, err := lf.open(ctx)
 	if err != nil {
@@ -461,10 +460,10 @@ and filtered, as a table, CSV or JSON.`, stderr)
 	if err != nil {
 		return err
 	}
-	server.SortUsage(rows)
+	ledger.SortUsage(rows)
 	switch *format {
 	case "csv":
-		return server.WriteUsageCSV(stdout, q.GroupBy, rows)
+		return ledger.WriteUsageCSV(stdout, q.GroupBy, rows)
 	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -37,6 +37,11 @@ type Store interface {
 	RevokeKey(ctx context.Context, id string, at time.Time) error
 }
 
+// Creator is what making a key needs of the ledger.
+type Creator interface {
+	CreateKey(ctx context.Context, k *ledger.Key) error
+}
+
 // Hash is the stored form of a secret.
 func Hash(secret string) []byte {
 	h := sha256.Sum256([]byte(secret))
@@ -45,7 +50,7 @@ func Hash(secret string) []byte {
 
 // New generates a key for org/team, stores it, and returns the secret
 // (shown once) with the stored record.
-func New(ctx context.Context, s Store, org, team string, models []string, now time.Time) (string, *ledger.Key, error) {
+func New(ctx context.Context, s Creator, org, team string, models []string, now time.Time) (string, *ledger.Key, error) {
 	return NewKey(ctx, s, Spec{Org: org, Team: team, Models: models}, now)
 }
 
@@ -63,7 +68,7 @@ type Spec struct {
 
 // NewKey generates a key to spec, stores it, and returns the secret
 // (shown once) with the stored record.
-func NewKey(ctx context.Context, s Store, spec Spec, now time.Time) (string, *ledger.Key, error) {
+func NewKey(ctx context.Context, s Creator, spec Spec, now time.Time) (string, *ledger.Key, error) {
 	org, team, models := spec.Org, spec.Team, spec.Models
 	var raw [24]byte
 	if _, err := rand.Read(raw[:]); err != nil {

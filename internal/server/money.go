@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/budget"
@@ -270,27 +269,6 @@ func (c *call) poolIndex(id string) int { return routeDepth(c.route, id) }
 func setCostHeaders(h http.Header, c *call) {
 	h.Set(hdrCostStatus, c.costStatus)
 	if c.costStatus == ledger.CostPriced {
-		h.Set(hdrCostUSD, formatUSD(c.cost))
+		h.Set(hdrCostUSD, ledger.FormatUSD(c.cost))
 	}
-}
-
-// formatUSD writes micro-dollars as a decimal dollar amount.
-func formatUSD(micro int64) string {
-	neg := micro < 0
-	if neg {
-		micro = -micro
-	}
-	s := strconv.FormatInt(micro/1_000_000, 10) + "." + pad6(micro%1_000_000)
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
-
-func pad6(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	for len(s) < 6 {
-		s = "0" + s
-	}
-	return s
 }
