@@ -5,19 +5,25 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/mock"
 )
 
 // pgTestEnv names the database the PostgreSQL tests may fill (.ci/run
@@ -238,5 +244,196 @@ ledger:
 	checkWithEnv(context.Background(), []string{path}, &out, &errb, lookup)
 	if strings.Contains(out.String(), "dsn_env") || strings.Contains(out.String(), "s3cret") {
 		t.Errorf("check with the DSN set said:\n%s", out.String())
+	}
+}
+
+// pgProxy forwards connections to the test database until cut: then every
+// open connection is dropped and new ones refused (PostgreSQL gone), until
+// restored. It returns dsn pointed at the proxy.
+type pgProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]struct{}
+}
+
+func newPGProxy(t *testing.T, dsn string) (*pgProxy, string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pgProxy{ln: ln, target: net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), conns: map[net.Conn]struct{}{}}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			down := p.down
+			p.mu.Unlock()
+			up, err := net.Dial("tcp", p.target)
+			if down || err != nil {
+				c.Close()
+				if up != nil {
+					up.Close()
+				}
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+			p.mu.Unlock()
+			for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
+				wg.Go(func() {
+					io.Copy(pair[0], pair[1])
+					pair[0].Close()
+					pair[1].Close()
+				})
+			}
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+		wg.Wait()
+	})
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	sep := " "
+	if strings.HasPrefix(dsn, "postgres") {
+		sep = "&"
+		if !strings.Contains(dsn, "?") {
+			sep = "?"
+		}
+		return p, dsn + sep + "host=" + host + "&port=" + port
+	}
+	return p, dsn + sep + "host=" + host + " port=" + port
+}
+
+func (p *pgProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+func (p *pgProxy) restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+// TestPostgresOutageUnderLoad: a gateway on the PostgreSQL ledger keeps
+// answering while the database is gone (every connection dropped, new
+// ones refused) for most of a load, and stays ready; once the database is
+// back, every answered request has exactly one row there.
+func TestPostgresOutageUnderLoad(t *testing.T) {
+	dsn := pgSchema(t)
+	p, viaProxy := newPGProxy(t, dsn)
+	t.Setenv("SPILLWAY_TEST_LEDGER_DSN", viaProxy)
+	m, err := mock.New("openai", mock.Options{Name: "a", Fault: "tokens=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewServer(m)
+	defer up.Close()
+	cfg, err := catalog.Parse([]byte(`ledger: {driver: postgres, dsn_env: SPILLWAY_TEST_LEDGER_DSN, path: `+filepath.Join(t.TempDir(), "j")+`}
+deployments:
+  - {id: a, provider: openai, base_url: `+up.URL+`, model: m, price: {input_per_mtok: 1, output_per_mtok: 2}, max_output_tokens: 100}
+pools: [{id: p, model: m, deployments: [a]}]
+routes: [{model: m, pool: p}]
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Build(cfg, "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	g, err := openGateway(ctx, catalog.NewHolder(snap), slog.New(slog.DiscardHandler), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	secret := regexp.MustCompile(`(?m)^  (sk-spw-\S+)$`).FindStringSubmatch(out.String())
+	if secret == nil {
+		t.Fatalf("no key secret in:\n%s", out.String())
+	}
+	const workers, each = 8, 30
+	var done atomic.Int64
+	outage := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
+					strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":20}`))
+				req.Header.Set("Authorization", "Bearer "+secret[1])
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK {
+					t.Errorf("answer %d: %s", res.StatusCode, body)
+				}
+				if done.Add(1) == workers*each/3 {
+					close(outage)
+				}
+			}
+		})
+	}
+	<-outage
+	p.cut()
+	wg.Wait()
+	// The ingester has met the outage (it ingests every 500ms) and holds
+	// rows for the database.
+	deadline := time.Now().Add(15 * time.Second)
+	for g.writer.Stats().Retries == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := g.writer.Stats(); st.Retries == 0 || st.Pending == 0 {
+		t.Fatalf("the database was cut, but the writer saw %d failed ingests with %d rows pending", st.Retries, st.Pending)
+	}
+	res, err := http.Get(srv.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("/readyz during the outage: %d, want 200 (the journal holds the rows)", res.StatusCode)
+	}
+	p.restore()
+	closeCtx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	if err := g.close(closeCtx); err != nil {
+		t.Fatalf("close (ingesting what the journal held): %v", err)
+	}
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n, ok, attempts int
+	if err := c.QueryRow(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE status = 'ok'), (SELECT COUNT(*) FROM attempts) FROM requests`).Scan(&n, &ok, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	if n != workers*each || ok != n || attempts != n {
+		t.Errorf("after the outage: %d requests (%d ok) with %d attempts, want %d of each", n, ok, attempts, workers*each)
 	}
 }
