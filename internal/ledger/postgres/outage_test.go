@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -287,5 +288,106 @@ func TestLostCommitAckRetriedOnce(t *testing.T) {
 			}
 			assertExactlyOnce(t, dsn, 400)
 		})
+	}
+}
+
+// downStore is a database that never answers a batch.
+type downStore struct{ *Store }
+
+func (downStore) WriteBatch(context.Context, *ledger.Batch) error {
+	return errors.New("connection refused")
+}
+
+// TestJournalReplayedAtStart: a gateway that ran (and stopped, or died)
+// while PostgreSQL was down leaves its acknowledged settlements in its
+// journal; the next start replays them into the database, once, however
+// often the replay runs.
+func TestJournalReplayedAtStart(t *testing.T) {
+	dsn := freshSchema(t)
+	ctx := context.Background()
+	s, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	path := filepath.Join(t.TempDir(), "ledger.journal")
+	j, err := ledger.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ledger.NewWriter(downStore{s}, ledger.WriterOptions{Journal: j, IngestEvery: 5 * time.Millisecond, MinFreeBytes: -1})
+	const n = 300
+	for i := range n {
+		id := fmt.Sprintf("r%03d", i)
+		w.Reserve(ledger.Reservation{RequestID: id, KeyID: "key_a", Org: "acme", AmountMicro: 9})
+		set := ledgertest.Settlement(id, int64(100+i), 1+i%3)
+		if err := w.Settle(ctx, &set); err != nil {
+			t.Fatalf("Settle: %v", err)
+		}
+	}
+	w.Reserve(ledger.Reservation{RequestID: "in-flight", KeyID: "key_a", Org: "acme", AmountMicro: 9})
+	// The process stops while the database is still down: the journal
+	// keeps everything.
+	stopCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := w.Close(stopCtx); err == nil {
+		t.Fatal("Close with the database down returned nil: nothing was left for the next start")
+	}
+	w.Close(ctx) // the goroutines have given up: wait for them to let go of the journal
+	// Keep the segments, to replay them a second time: as if the first
+	// replay's COMMIT answer was lost before it deleted them.
+	segs, _ := filepath.Glob(path + ".0*")
+	saved := map[string][]byte{}
+	for _, f := range segs {
+		saved[f], _ = os.ReadFile(f)
+	}
+	if len(saved) == 0 {
+		t.Fatal("no journal segment left")
+	}
+	for i := range 2 {
+		if i == 1 {
+			for f, b := range saved {
+				if err := os.WriteFile(f, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		j, err := ledger.OpenJournal(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := j.Recover(ctx, s)
+		if err != nil {
+			t.Fatalf("Recover: %v", err)
+		}
+		t.Logf("replayed %d segments: %d settlements, %d reservations; released %d", rec.Segments, rec.Settlements, rec.Reservations, len(rec.Released))
+		j.Close()
+	}
+	assertRows(t, dsn, n)
+}
+
+// assertRows checks the database holds requests r000..r(n-1), once each,
+// with their attempts (ledgertest.Settlement(id, 100+i, 1+i%3)).
+func assertRows(t *testing.T, dsn string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var reqs, attempts int
+	var cost int64
+	if err := c.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(cost_micro_usd), 0)::bigint, (SELECT COUNT(*) FROM attempts) FROM requests`).Scan(&reqs, &cost, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	var wantCost int64
+	wantAttempts := 0
+	for i := range n {
+		wantCost += int64(100 + i)
+		wantAttempts += 1 + i%3
+	}
+	if reqs != n || cost != wantCost || attempts != wantAttempts {
+		t.Errorf("%d requests costing %d with %d attempts; want %d costing %d with %d", reqs, cost, attempts, n, wantCost, wantAttempts)
 	}
 }
