@@ -192,3 +192,46 @@ func signal(d quality.DeploymentReport, name string) quality.SignalReport {
 	}
 	return quality.SignalReport{}
 }
+
+// Every caller dialect and provider, streamed and not, feeds the same
+// signals: an Anthropic Messages caller's output_config.format, an OpenAI
+// Responses caller's text.format and a Chat caller's response_format,
+// served by Gemini, Anthropic and Bedrock mocks, all count as valid,
+// conforming JSON with their field populated.
+func TestQualitySignalsEveryDialect(t *testing.T) {
+	schema := `{"type":"object","properties":{"effective_date":{"type":"string"}},"required":["effective_date"],"additionalProperties":false}`
+	bodies := []struct{ path, body string }{
+		{"/v1/messages", `{"model":"` + publicModel + `","max_tokens":256,"messages":[{"role":"user","content":"x"}],"output_config":{"format":{"type":"json_schema","schema":` + schema + `}}` + `,"stream":%s}`},
+		{"/v1/responses", `{"model":"` + publicModel + `","max_output_tokens":256,"input":"x","text":{"format":{"type":"json_schema","name":"p","schema":` + schema + `}},"stream":%s}`},
+		{"/v1/chat/completions", `{"model":"` + publicModel + `","max_tokens":256,"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":` + schema + `}},"stream":%s}`},
+	}
+	for _, kind := range []string{"gemini", "anthropic", "bedrock"} {
+		t.Run(kind, func(t *testing.T) {
+			h := newHarness(t, rungSpec{"only", kind})
+			n := 0
+			for _, b := range bodies {
+				for _, stream := range []string{"false", "true"} {
+					resp, err := h.post(b.path, strings.Replace(b.body, "%s", stream, 1), "Anthropic-Version", "2023-06-01")
+					if err != nil {
+						t.Fatal(err)
+					}
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						t.Fatalf("%s stream=%s: %d %s", b.path, stream, resp.StatusCode, body)
+					}
+					n++
+				}
+			}
+			d := findDep(qualityReport(t, h), "only")
+			for _, name := range []string{"json_valid", "schema_valid"} {
+				if s := signal(d, name); s.Answers != int64(n) || s.Rate != 1 {
+					t.Errorf("%s: %+v, want %d answers all valid", name, s, n)
+				}
+			}
+			if f := fieldRate(d, "effective_date"); f != 1 {
+				t.Errorf("effective_date rate %v, want 1 (fields %+v)", f, d.Fields)
+			}
+		})
+	}
+}
