@@ -22,6 +22,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/provider/gemini"
 	"github.com/spillway-gw/spillway/internal/provider/openai"
 	"github.com/spillway-gw/spillway/internal/server"
+	"github.com/spillway-gw/spillway/internal/tracing"
 )
 
 // registry lists every provider adapter spillway ships.
@@ -52,6 +53,8 @@ type gateway struct {
 	writer     *ledger.Writer
 	auth       *keys.Authenticator
 	budget     *budget.Accountant
+	tracer     *tracing.Tracer
+	log        *slog.Logger
 }
 
 // openGateway opens the ledger and its journal (path.journal.N), replays
@@ -215,6 +218,10 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 	for _, o := range setup.server {
 		o(&so)
 	}
+	if g.tracer, err = openTracer(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	g.log, so.Tracer = log, g.tracer
 	g.Server = server.New(so)
 	ok = true
 	return g, nil
@@ -222,6 +229,7 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 
 // close flushes the ledger and closes it.
 func (g *gateway) close(ctx context.Context) error {
+	closeTracer(g.tracer, g.log)
 	err := g.writer.Close(ctx)
 	if cerr := g.store.Close(); err == nil {
 		err = cerr

@@ -223,6 +223,9 @@ func (w *Writer) appendJournal(items []item) {
 	if w.cur.live >= w.opts.IngestBatch {
 		kick = true
 	}
+	if w.cur.live > 0 && len(items) > 0 {
+		w.lag.appended(items[0].at)
+	}
 	w.curLive.Store(int64(w.cur.live))
 	w.jmu.Unlock()
 	switch {
@@ -297,11 +300,13 @@ func (w *Writer) ingestOnce() {
 	w.j.cut() // p's segments end here: they hold p's records only
 	w.ingesting.Store(int64(p.live))
 	w.curLive.Store(int64(w.cur.live))
+	w.lag.ingest()
 	w.jcond.Broadcast()
 	w.jmu.Unlock()
 
 	err := w.ingestSet(p)
 	w.ingesting.Store(0)
+	w.lag.ingestDone()
 	if err != nil {
 		// Given up (Close's deadline): the segments stay for the next
 		// start's Recover, and so must every later one.

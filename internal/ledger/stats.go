@@ -36,6 +36,9 @@ type WriterStats struct {
 	// Unavailable names why the ledger cannot make rows durable now (see
 	// UnavailableError.Reason); "" while it can.
 	Unavailable string
+	// Lag is the age of the oldest accepted record not in the store yet
+	// (see Writer.Lag).
+	Lag time.Duration
 }
 
 // Stats returns a snapshot of the Writer's counters.
@@ -64,6 +67,7 @@ func (w *Writer) Stats() WriterStats {
 	if w.j != nil {
 		ws.Pending = int(w.curLive.Load() + w.ingesting.Load())
 	}
+	ws.Lag = w.Lag()
 	return ws
 }
 

@@ -168,7 +168,8 @@ type Writer struct {
 	ibatch       Batch
 	ingestFailed bool // a set was given up: keep every segment from now on
 
-	st stats
+	st  stats
+	lag lag
 
 	avail        availability
 	storeFailing atomic.Bool   // the ingester's last store write failed
@@ -180,6 +181,7 @@ type item struct {
 	set  *Settlement // nil for a reservation
 	w    *waiter     // nil unless a Settle or Sync call waits
 	sync bool        // a Sync marker: no row
+	at   int64       // when it was accepted (UnixNano), for Lag
 }
 
 // waiter carries one Settle call's result; pooled, its channel has room
@@ -371,6 +373,7 @@ func (w *Writer) send(it item) error {
 	if w.closed.Load() {
 		return ErrClosed
 	}
+	it.at = w.now().UnixNano()
 	w.q <- it
 	return nil
 }
@@ -466,8 +469,10 @@ func (w *Writer) run() {
 			return
 		}
 		w.buf = append(w.buf[:0], it)
+		w.lag.taking(&it)
 		w.fill()
 		w.commit(w.buf)
+		w.lag.committed()
 	}
 }
 

@@ -24,6 +24,8 @@ var (
 		"1 while the last reload since the served config was loaded was refused: the file on disk is not what is served.", nil, nil)
 	configLoadedDesc = prometheus.NewDesc("spillway_config_loaded_timestamp_seconds",
 		"When the served config was loaded, in Unix seconds.", nil, nil)
+	configRefusedAtDesc = prometheus.NewDesc("spillway_config_last_refused_timestamp_seconds",
+		"When the last reload was refused, in Unix seconds; absent while spillway_config_last_reload_refused is 0.", nil, nil)
 )
 
 func (c *configCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -31,6 +33,7 @@ func (c *configCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- configInfoDesc
 	ch <- configRefusedDesc
 	ch <- configLoadedDesc
+	ch <- configRefusedAtDesc
 }
 
 func (c *configCollector) Collect(ch chan<- prometheus.Metric) {
@@ -41,6 +44,7 @@ func (c *configCollector) Collect(ch chan<- prometheus.Metric) {
 	refused := 0.0
 	if s.LastRefused != nil {
 		refused = 1
+		ch <- prometheus.MustNewConstMetric(configRefusedAtDesc, prometheus.GaugeValue, float64(s.LastRefused.At.UnixNano())/1e9)
 	}
 	ch <- prometheus.MustNewConstMetric(configRefusedDesc, prometheus.GaugeValue, refused)
 	if !s.LoadedAt.IsZero() {

@@ -29,6 +29,7 @@ type Metrics struct {
 	cost       *prometheus.CounterVec
 	routing    routing
 	hedges     *prometheus.CounterVec
+	incident   incident
 }
 
 var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -58,6 +59,7 @@ func New(h *health.Tracker) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.routing = newRouting(m.reg)
 	m.hedges = newHedges(m.reg)
+	m.incident = newIncident(m.reg)
 	if h != nil {
 		m.reg.MustRegister(&healthCollector{h: h})
 	}
@@ -136,6 +138,7 @@ var (
 	ledgerQueuedDesc  = prometheus.NewDesc("spillway_ledger_queued", "Items waiting for the ledger writer.", nil, nil)
 	ledgerPendingDesc = prometheus.NewDesc("spillway_ledger_pending", "Journal records not yet in the store.", nil, nil)
 	ledgerAvailDesc   = prometheus.NewDesc("spillway_ledger_available", "1 while the ledger can make rows durable; 0 while billable requests are refused (503 ledger_unavailable), with the reason label saying why.", []string{"reason"}, nil)
+	ledgerLagDesc     = prometheus.NewDesc("spillway_ledger_lag_seconds", "Age of the oldest ledger record accepted and not yet in the store (queued, being committed, or in the journal awaiting ingestion); 0 when the store has everything. Grows while the store is down or slower than the traffic.", nil, nil)
 	ledgerWaitDesc    = prometheus.NewDesc("spillway_ledger_settle_wait_seconds", "How long a response's final byte waited for its settlement to be committed (approximate quantile).", []string{"quantile"}, nil)
 )
 
@@ -147,6 +150,7 @@ func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- ledgerPendingDesc
 	ch <- ledgerWaitDesc
 	ch <- ledgerAvailDesc
+	ch <- ledgerLagDesc
 }
 
 func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
@@ -156,6 +160,7 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(ledgerQueuedDesc, prometheus.GaugeValue, float64(s.Queued))
 	ch <- prometheus.MustNewConstMetric(ledgerPendingDesc, prometheus.GaugeValue, float64(s.Pending))
+	ch <- prometheus.MustNewConstMetric(ledgerLagDesc, prometheus.GaugeValue, s.Lag.Seconds())
 	ch <- prometheus.MustNewConstMetric(ledgerWaitDesc, prometheus.GaugeValue, s.SettleP50.Seconds(), "0.5")
 	ch <- prometheus.MustNewConstMetric(ledgerWaitDesc, prometheus.GaugeValue, s.SettleP99.Seconds(), "0.99")
 	avail := 1.0

@@ -21,6 +21,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/route"
+	"github.com/spillway-gw/spillway/internal/tracing"
 )
 
 // Response headers that say what happened.
@@ -76,6 +77,12 @@ type call struct {
 	// Idempotency: the key's owner and the recorder of its answer.
 	owner *idempotency.Owner
 	rec   *idempotency.RecordingWriter
+
+	// What observe reads (observe.go): the engine's plan and result, and
+	// the request's span (nil: tracing off).
+	eplan *engine.Plan
+	res   *engine.Result
+	span  *tracing.Span
 }
 
 func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -86,6 +93,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Anthropic's SDKs read the request id from request-id.
 	w.Header().Set("Request-Id", c.id)
 	defer s.logCall(c)
+	s.startTrace(w, r, c)
 
 	// 1. Who is calling: a bad or missing key stops here.
 	key, pub := s.authenticate(r)
@@ -228,6 +236,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := s.engine.Complete(r.Context(), p, req)
+	c.ran(p, res)
 	defer res.Release() // the answer's memory, once it is written
 	s.recordPin(c.plan, p, res)
 	if res.Err != nil {
@@ -574,6 +583,7 @@ func (s *Server) logCall(c *call) {
 		routeModel = c.route.Public
 	}
 	s.opts.Metrics.ObserveRequest(c.d.Name(), routeModel, c.outcome, c.req != nil && c.req.Stream, dur, c.deployment, c.cost)
+	s.observe(c, now)
 }
 
 // writeAccessLine writes the access-log line slog would, by hand: it is

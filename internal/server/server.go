@@ -32,6 +32,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/quality"
 	"github.com/spillway-gw/spillway/internal/sticky"
+	"github.com/spillway-gw/spillway/internal/tracing"
 )
 
 // Snapshots supplies the current catalog snapshot (a *catalog.Holder).
@@ -84,6 +85,9 @@ type Options struct {
 	// Sticky keeps the conversation pins (default: a store of
 	// routing.sticky_capacity pins on Now).
 	Sticky *sticky.Store
+	// Tracer exports a span per request and one per attempt (nil, the
+	// default: tracing off, and nothing allocated for it).
+	Tracer *tracing.Tracer
 }
 
 // Server serves the gateway's HTTP API.
@@ -127,7 +131,8 @@ func New(opts Options) *Server {
 	if opts.Admin == nil {
 		opts.Admin = keys.NewAdminAuth(nil, opts.AdminKey)
 	}
-	if opts.Metrics == nil {
+	ownMetrics := opts.Metrics == nil
+	if ownMetrics {
 		opts.Metrics = metrics.New(opts.Health)
 		if opts.Ledger != nil {
 			opts.Metrics.WatchLedger(opts.Ledger.Stats)
@@ -140,6 +145,9 @@ func New(opts Options) *Server {
 		opts.Sticky = newPins(&opts)
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency, pins: opts.Sticky}
+	if ownMetrics {
+		opts.Metrics.WatchRungs(s.healthyRungs)
+	}
 	s.engine = engine.New(opts.Log, engine.WithGate(quotaGate{next: healthGate{opts.Health}, s: s}),
 		engine.WithAnswerMemory(opts.Catalog.Load().Config().Server.MaxAnswerMemory),
 		engine.WithObserver(opts.Metrics))
