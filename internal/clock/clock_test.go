@@ -26,3 +26,20 @@ func TestReal(t *testing.T) {
 		t.Fatal("Stop after the timer ran reported it pending")
 	}
 }
+
+// Since is Now minus t on any clock: the real one (monotonic only) and a
+// fake one (its own time).
+func TestSince(t *testing.T) {
+	start := time.Now()
+	if d := Since(Real{}, start); d < 0 || d > time.Minute {
+		t.Errorf("Since(Real) = %v", d)
+	}
+	f := fixed{start.Add(3 * time.Second)}
+	if d := Since(f, start); d != 3*time.Second {
+		t.Errorf("Since(fake) = %v, want 3s", d)
+	}
+}
+
+type fixed struct{ t time.Time }
+
+func (f fixed) Now() time.Time { return f.t }
