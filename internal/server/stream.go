@@ -27,6 +27,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engi
 	sink := &streamSink{s: s, r: r, w: w, rc: http.NewResponseController(w), enc: c.d.NewEncoder(c.meta, c.req), buf: buf, c: c, p: p,
 		writeTimeout: s.opts.Catalog.Load().Config().Server.WriteTimeout.D()}
 	res := s.engine.Stream(r.Context(), p, c.req, sink)
+	c.ran(p, res)
 	switch {
 	case sink.withheld:
 		c.status, c.outcome = http.StatusOK, "interrupted_ledger_unavailable"
