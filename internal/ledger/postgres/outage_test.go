@@ -117,7 +117,7 @@ func TestOutageSpoolsToJournal(t *testing.T) {
 	dsn := freshSchema(t)
 	viaProxy, p := proxied(t, dsn)
 	ctx := context.Background()
-	s, err := Open(ctx, viaProxy, Options{ConnectTimeout: time.Second, WriteTimeout: 2 * time.Second})
+	s, err := Open(ctx, viaProxy, Options{ConnectTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
