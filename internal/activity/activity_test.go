@@ -231,3 +231,17 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("served %d, failures %d; want 1600 each", served, r.Failures(0).Total)
 	}
 }
+
+// BenchmarkRecord is the cost settle pays per request: a failover (two
+// attempts, one failed) on a warm recorder, from all cores at once.
+func BenchmarkRecord(b *testing.B) {
+	r := New(Options{})
+	res := result(1, bad("a", 0, failure.ProviderUnavailable, 503), ok("b", 1))
+	r.Record("1", "r", res)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r.Record("1", "r", res)
+		}
+	})
+}

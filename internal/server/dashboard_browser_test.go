@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,9 +226,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	// Quality alerts render: a stand-in admin API answers a report with
 	// an ejected deployment (the real detector needs hundreds of answers
 	// to raise one; internal/quality measures that).
-	fake := httptest.NewServer(fakeQualityAPI())
-	defer fake.Close()
-	if err := chromedp.Do(tab, chromedp.Navigate(fake.URL+"/ui?refresh=300"), chromedp.SendKeys("#admin-key", "any"),
+	fake := &fakeQualityAPI{}
+	srv := httptest.NewServer(fake.handler())
+	defer srv.Close()
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/ui?refresh=300"), chromedp.SendKeys("#admin-key", "any"),
 		chromedp.Click(`#login button[type="submit"]`)); err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +239,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitFor("the signals", has(`#quality-deployments tr[data-deployment="secondary"]`, "97.0% of 300"))
 	waitFor("the other panels' errors", has("#traffic .panel-status", "404"))
 	shot("dashboard-quality-alert.png")
+	// Clear sends the pool and deployment, and the alert goes.
+	if err := chromedp.Do(tab, chromedp.Click(`#quality-alerts tr[data-deployment="secondary"] button.clear`)); err != nil {
+		shot("dashboard-failed.png")
+		t.Fatal(err)
+	}
+	waitFor("the alert cleared", has("#quality-action", "Cleared 1 alert(s) of secondary in pool pool")+" && "+exists("#quality-no-alerts"))
+	if got := fake.cleared.Load(); got == nil || *got != `{"pool":"pool","deployment":"secondary"}` {
+		t.Errorf("the clear call sent %v", got)
+	}
 
 	// Content-free: the prompt never reaches the page.
 	if strings.Contains(outageHTML, canary) {
@@ -256,13 +267,29 @@ func jsString(s string) string {
 }
 
 // fakeQualityAPI serves the dashboard and a canned quality report with one
-// alert; every other admin call is a 404.
-func fakeQualityAPI() http.Handler {
+// alert until a clear call; every other admin call is a 404.
+type fakeQualityAPI struct {
+	cleared atomic.Pointer[string] // the clear call's body
+}
+
+func (f *fakeQualityAPI) handler() http.Handler {
 	mux := http.NewServeMux()
 	h := ui.Handler()
 	mux.Handle("GET /ui", h)
 	mux.Handle("GET /ui/{file...}", h)
+	mux.HandleFunc("POST /v1/admin/quality/clear", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 4096))
+		s := string(b)
+		f.cleared.Store(&s)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"pool":"pool","deployment":"secondary","cleared":1}`)
+	})
 	mux.HandleFunc("GET /v1/admin/quality", func(w http.ResponseWriter, r *http.Request) {
+		alerts, ejected, n := `[{"pool":"pool","deployment":"secondary","primary":"primary","signal":"field_populated","field":"$.city",
+   "direction":"lower","primary_rate":1,"deployment_rate":0.93,"answers":260,"since":"2026-12-01T10:00:00Z","ejected":true}]`, "true", "1"
+		if f.cleared.Load() != nil {
+			alerts, ejected, n = "[]", "false", "0"
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"scope":"replica",
  "deployments":[
@@ -273,9 +300,8 @@ func fakeQualityAPI() http.Handler {
    "fields":[{"path":"$.city","answers":300,"populated":279,"rate":0.93}],"fields_dropped":0,"unmeasured":0,
    "finish_reasons":[{"reason":"stop","answers":300,"rate":1}],"length_bytes":{"p50":110,"p90":290,"p99":700}}],
  "pools":[{"pool":"pool","primary":"primary","false_alarm":0.01,"horizon":5000,"shift":0.03,"eject":true,
-   "secondaries":[{"deployment":"secondary","answers_tested":260,"alerts":1,"ejected":true}]}],
- "alerts":[{"pool":"pool","deployment":"secondary","primary":"primary","signal":"field_populated","field":"$.city",
-   "direction":"lower","primary_rate":1,"deployment_rate":0.93,"answers":260,"since":"2026-12-01T10:00:00Z","ejected":true}]}`)
+   "secondaries":[{"deployment":"secondary","answers_tested":260,"alerts":`+n+`,"ejected":`+ejected+`}]}],
+ "alerts":`+alerts+`}`)
 	})
 	mux.HandleFunc("/", http.NotFound)
 	return mux

@@ -282,6 +282,8 @@
       ['Direction', (a) => a.direction], ['Primary', (a) => a.primary + ' ' + fmtPct(a.primary_rate)],
       ['Deployment rate', (a) => num(fmtPct(a.deployment_rate))], ['Answers tested', (a) => num(fmtInt(a.answers))],
       ['Since', (a) => fmtTime(a.since)], ['Ejected', (a) => a.ejected ? 'yes: ineligible until cleared' : 'no'],
+      ['', (a) => el('button', { type: 'button', class: 'clear', 'data-pool': a.pool, 'data-deployment': a.deployment,
+        title: 'POST /v1/admin/quality/clear: the deployment\'s alerts in this pool are cleared and its tests restart' }, 'Clear')],
     ], alerts, (a) => ({ class: 'bad', 'data-deployment': a.deployment, 'data-signal': a.signal })) :
       el('p', { class: 'note', id: 'quality-no-alerts' }, 'No divergence alert.'));
 
@@ -424,13 +426,24 @@
 
   // Rounds ----------------------------------------------------------
 
+  // changed reports whether a panel's answer differs from the one it
+  // shows: an unchanged panel is not rebuilt, so a button or a selection
+  // in it survives the poll.
+  const shown = {};
+  function changed(panel, r) {
+    const k = r.status + ' ' + JSON.stringify(r.body);
+    if (shown[panel] === k) return false;
+    shown[panel] = k;
+    return true;
+  }
+
   async function refresh() {
     round++;
     const calls = [
-      api('/v1/admin/health').then((r) => { if (settle('health', r)) renderHealth(r.body); return r; }),
+      api('/v1/admin/health').then((r) => { if (settle('health', r) && changed('health', r)) renderHealth(r.body); return r; }),
       api('/v1/admin/traffic').then((r) => { if (settle('traffic', r)) renderTraffic(r.body); return r; }),
-      api('/v1/admin/quality').then((r) => { renderQuality(r); return r; }),
-      api('/v1/admin/failures?limit=100').then((r) => { if (settle('failures', r)) renderFailures(r.body); return r; }),
+      api('/v1/admin/quality').then((r) => { if (changed('quality', r)) renderQuality(r); return r; }),
+      api('/v1/admin/failures?limit=100').then((r) => { if (settle('failures', r) && changed('failures', r)) renderFailures(r.body); return r; }),
     ];
     if (round === 1 || round % usageEvery === 0 || $('#usage').dataset.state !== 'ok') {
       calls.push(api('/v1/usage?group_by=team,model').then((r) => {
@@ -488,6 +501,23 @@
     refresh();
   });
   $('#explain-form').addEventListener('submit', explain);
+  // Clearing a divergence alert (and, with eject, making the deployment
+  // eligible again) is the one thing this page changes.
+  $('#quality-body').addEventListener('click', async (ev) => {
+    const b = ev.target.closest('button.clear');
+    if (!b) return;
+    b.disabled = true;
+    const r = await api('/v1/admin/quality/clear', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ pool: b.dataset.pool, deployment: b.dataset.deployment }),
+    });
+    const out = $('#quality-action');
+    out.textContent = r.status === 200 ?
+      'Cleared ' + fmtInt(r.body && r.body.cleared) + ' alert(s) of ' + b.dataset.deployment + ' in pool ' + b.dataset.pool + '.' :
+      'Clearing ' + b.dataset.deployment + ' in pool ' + b.dataset.pool + ': ' + describe(r);
+    out.classList.toggle('bad', r.status !== 200);
+    refresh();
+  });
 
   signedIn(!!adminKey());
   refresh();
