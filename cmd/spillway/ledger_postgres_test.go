@@ -60,10 +60,12 @@ func pgSchema(t *testing.T) string {
 	if strings.Contains(dsn, "?") {
 		sep = "&"
 	}
+	// A generous connect timeout: SCRAM authentication is CPU work, slow
+	// on a CI machine whose cores are busy.
 	if !strings.HasPrefix(dsn, "postgres") {
-		return dsn + " search_path=" + name
+		return dsn + " search_path=" + name + " connect_timeout=20"
 	}
-	return dsn + sep + "search_path=" + name
+	return dsn + sep + "search_path=" + name + "&connect_timeout=20"
 }
 
 func pgGatewayConfig(t *testing.T, journal string) *catalog.Snapshot {

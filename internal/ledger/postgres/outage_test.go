@@ -180,7 +180,9 @@ func TestOutageSpoolsToJournal(t *testing.T) {
 	t.Logf("settled %d; ingest retries %d; records spooled while down %d; slowest Settle %v; lost %d",
 		done.Load(), st.Retries, during.Pending, time.Duration(maxSettle.Load()), st.Lost)
 	// A Settle waits for the journal only, never for the database.
-	if slowest := time.Duration(maxSettle.Load()); slowest > 2*time.Second {
+	// (Had it waited, the load could not have finished while the database
+	// was cut; the bound is loose for a busy CI machine.)
+	if slowest := time.Duration(maxSettle.Load()); slowest > 10*time.Second {
 		t.Errorf("slowest Settle %v: it waited for the database", slowest)
 	}
 	if st.Lost != 0 {

@@ -74,7 +74,9 @@ func freshSchema(t testing.TB) string {
 			t.Logf("dropping schema %s: %v", name, err)
 		}
 	})
-	return withParam(dsn, "search_path", name)
+	// A generous connect timeout: SCRAM authentication is CPU work, slow
+	// on a CI machine whose cores are busy.
+	return withParam(withParam(dsn, "search_path", name), "connect_timeout", "20")
 }
 
 // withParam adds a run-time parameter to a URL or key=value DSN.
