@@ -12,7 +12,7 @@ import (
 // testSnapshot is one pool of two deployments, primary first.
 func testSnapshot(t testing.TB, quality string) *catalog.Snapshot {
 	t.Helper()
-	y := `
+	return mustSnapshot(t, `
 deployments:
   - {id: primary, provider: openai, base_url: "http://127.0.0.1:1/v1", model: m, funding: byok}
   - {id: secondary, provider: openai, base_url: "http://127.0.0.1:2/v1", model: m, funding: byok}
@@ -21,10 +21,14 @@ pools:
     model: m
     deployments: [primary, secondary]
     equivalence: {by: ops, date: "2026-01-01", evidence: "eval:1"}
-` + quality + `
+`+quality+`
 routes:
   - {model: m, pool: pool}
-`
+`)
+}
+
+func mustSnapshot(t testing.TB, y string) *catalog.Snapshot {
+	t.Helper()
 	c, err := catalog.Parse([]byte(y), "test.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -393,7 +393,8 @@ func (p *pair) reset() {
 func (m *Monitor) configure(snap *catalog.Snapshot) {
 	m.snap = snap
 	cfg := snap.Config()
-	m.pools = m.pools[:0]
+	// A fresh slice: the pairs kept from before point into the old one.
+	m.pools = make([]poolConf, 0, len(cfg.Pools))
 	for i := range cfg.Pools {
 		pl := &cfg.Pools[i]
 		if len(pl.Deployments) == 0 {
