@@ -13,18 +13,24 @@ func (d *Deployment) Priced() bool {
 	return d.Funding == FundingBYOK || d.Price != nil
 }
 
-// CostMicroUSD prices one attempt's usage in micro-dollars, rounded up to a
-// whole micro-dollar so that the gateway never under-bills. cachedInput
+// CostMicroUSD prices one attempt's usage at d's price (Price.CostMicroUSD):
+// 0 when d has no price, so callers check Priced first. For a byok
+// deployment the result is an estimate at the configured list price, never
+// a charge.
+func (d *Deployment) CostMicroUSD(input, cachedInput, cacheWrite, output int) int64 {
+	return d.Price.CostMicroUSD(input, cachedInput, cacheWrite, output)
+}
+
+// CostMicroUSD prices usage in micro-dollars, rounded up to a whole
+// micro-dollar so that the gateway never under-bills. cachedInput
 // (prompt-cache reads) and cacheWrite are part of input and are charged at
 // their own rates when set, the rest of input at InputPerMTok. Negative
 // counts are taken as 0; if cachedInput+cacheWrite exceed input, they are
 // charged in full and the uncached remainder is 0.
 //
-// It returns 0 when d has no price: callers must check Priced (or Price)
-// first, since an unknown price is not a zero one. For a byok deployment
-// the result is an estimate at the configured list price, never a charge.
-func (d *Deployment) CostMicroUSD(input, cachedInput, cacheWrite, output int) int64 {
-	p := d.Price
+// A nil price costs 0: callers must tell an unknown price from a zero one
+// first (Deployment.Priced).
+func (p *Price) CostMicroUSD(input, cachedInput, cacheWrite, output int) int64 {
 	if p == nil {
 		return 0
 	}
@@ -71,6 +77,26 @@ func (d *Deployment) CostMicroUSD(input, cachedInput, cacheWrite, output int) in
 		return math.MaxInt64 // saturate: absurd, but never wraps to a small charge
 	}
 	return int64(micro)
+}
+
+// WorstCaseMicro is the most one request can cost at p, in micro-dollars:
+// inputTokens at the dearest input rate (uncached, cache read or cache
+// write, since the request may write the prompt cache) plus outputCeiling
+// tokens at the output rate, rounded up as CostMicroUSD rounds.
+// outputCeiling is what Deployment.OutputCeiling gives for the request's
+// max_tokens.
+//
+// ok is false when the worst case cannot be priced: no price (unpriced is
+// never $0) or no output ceiling (unbounded).
+func (p *Price) WorstCaseMicro(inputTokens, outputCeiling int) (micro int64, ok bool) {
+	if p == nil || outputCeiling <= 0 {
+		return 0, false
+	}
+	inputTokens = max(inputTokens, 0)
+	micro = p.CostMicroUSD(inputTokens, 0, 0, outputCeiling)
+	micro = max(micro, p.CostMicroUSD(inputTokens, inputTokens, 0, outputCeiling))
+	micro = max(micro, p.CostMicroUSD(inputTokens, 0, inputTokens, outputCeiling))
+	return micro, true
 }
 
 // OutputCeiling is the most output tokens one request can produce at d, for

@@ -11,6 +11,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/clock"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/tokens"
 )
 
 // Sink is the caller's side of a stream: a dialect encoder bound to the
@@ -38,7 +39,7 @@ type Sink interface {
 }
 
 // TokensOf estimates the tokens in one delta: providers stream about a token
-// per delta, and about four bytes make a token.
+// per delta, so at least one, and tokens.Estimate of its text.
 func TokensOf(ev *canonical.Event) int {
 	switch {
 	case !ev.Kind.Semantic(), ev.Kind == canonical.EventToolCallStart && ev.Text == "",
@@ -48,11 +49,7 @@ func TokensOf(ev *canonical.Event) int {
 		// counts them, the gateway cannot.
 		return 0
 	}
-	n := (len(ev.Text) + 3) / 4
-	if n < 1 {
-		n = 1
-	}
-	return n
+	return max(tokens.Estimate(len(ev.Text)), 1)
 }
 
 // MaxUsageTokens bounds every count a provider may report for one answer:

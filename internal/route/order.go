@@ -106,7 +106,7 @@ func (p *Plan) rank(in *Input, h Health) {
 			if r.CachedInput {
 				cached = in.InputTokens
 			}
-			r.CostMicroUSD = d.CostMicroUSD(in.InputTokens, cached, 0, ceiling)
+			r.CostMicroUSD = d.Price.CostMicroUSD(in.InputTokens, cached, 0, ceiling)
 		}
 		if ft != nil {
 			r.FirstTokenP50, _ = ft.FirstTokenP50(d.ID)

@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/route"
+	"github.com/spillway-gw/spillway/internal/tokens"
 )
 
 // hdrTokenCount says whether a count is a provider's own ("exact") or the
@@ -60,7 +60,7 @@ func (h *countHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt := s.runtime()
-	est := budget.EstimateInputTokens(req.InputBytes())
+	est := tokens.Estimate(req.InputBytes())
 	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: s.attributes(r, key, req, rt.snap), InputTokens: est}, s.health, rt)
 	if pub := unrouted(pl, req); pub != nil {
 		s.writeError(w, c, pub, nil)

@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/health"
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/route"
+	"github.com/spillway-gw/spillway/internal/tokens"
 )
 
 // Explanation is the body of the route explain endpoint: the matched
@@ -150,7 +150,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	// Exercise turns are read, not taken: explain shows the decision the
 	// next request would get.
-	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: attrs, InputTokens: budget.EstimateInputTokens(req.InputBytes()),
+	pl := route.Make(rt.snap, &route.Input{Req: req, Attrs: attrs, InputTokens: tokens.Estimate(req.InputBytes()),
 		Priority: prio, Rates: rt.routing, Turns: (*turnPeeker)(rt.routing), Conversation: conv, Sticky: s.pins, Quality: s.quality}, s.health, rt)
 	if pl.Verdict == route.UnknownModel {
 		writeJSONError(w, &failure.Public{Status: http.StatusNotFound, Code: "model_not_found", Param: "model", Message: "no route for model " + strconv.Quote(req.Model)})

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/spillway-gw/spillway/internal/budget"
+	"github.com/spillway-gw/spillway/internal/billing"
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/dialect"
@@ -21,6 +21,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/provider"
 	"github.com/spillway-gw/spillway/internal/route"
+	"github.com/spillway-gw/spillway/internal/tokens"
 	"github.com/spillway-gw/spillway/internal/tracing"
 )
 
@@ -57,11 +58,10 @@ type call struct {
 	status  int
 	outcome string
 
-	// Money: the input estimate, the reservation, and the settlement.
+	// Money: the prompt's estimate, the request's settlement (set once
+	// its worst case is reserved), and what it settled at.
 	inputEst   int
-	reserved   int64
-	hold       *budget.Hold
-	settled    bool
+	bill       *billing.Settlement
 	cost       int64
 	costStatus string
 	// billed is the usage the request was charged for: the provider's, or
@@ -128,7 +128,7 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(hdrConfig, v)
 	}
 	// The routing decision, by the call route explain makes too.
-	c.inputEst = budget.EstimateInputTokens(req.InputBytes())
+	c.inputEst = tokens.Estimate(req.InputBytes())
 	prio, pub := s.priority(r, key, rt.snap)
 	if pub != nil {
 		s.writeError(w, c, pub, nil)
@@ -222,14 +222,11 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, c, pub, nil)
 		return
 	}
-	// Every path below settles; this one catches the path that does not
-	// (a panic in an adapter fed untrusted bytes): the hold and the ledger
-	// reservation are released rather than left until a restart.
-	defer func() {
-		if !c.settled {
-			s.settle(r.Context(), c, p, nil, false)
-		}
-	}()
+	// The settlement runs once, at the answer's end or the stream's end or
+	// interrupt; this call settles a request that reached none of them (a
+	// panic in an adapter fed untrusted bytes), releasing the hold and the
+	// ledger reservation rather than leaving them until a restart.
+	defer c.bill.Settle(r.Context(), nil)
 	// 6. Attempt, 7. settle, 8. answer.
 	if req.Stream {
 		s.stream(w, r, c, p)
@@ -239,21 +236,21 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.ran(p, res)
 	defer res.Release() // the answer's memory, once it is written
 	s.recordPin(c.plan, p, res)
+	// The answer's end: its settled rows are durable before its first (and
+	// last) byte, unless the caller left; an answer the ledger could not
+	// record is withheld.
+	settleErr := c.bill.Settle(r.Context(), res)
 	if res.Err != nil {
 		if res.Err.Class == failure.ClientCancelled {
-			s.settle(r.Context(), c, p, res, false)
 			c.status, c.outcome = failure.StatusClientClosedRequest, "client_closed_request"
 			return
 		}
-		s.settle(r.Context(), c, p, res, true)
 		pub := publicOf(res)
 		s.writeError(w, c, pub, res)
 		s.finishIdempotency(c, pub.Status, false, len(res.Attempts) > 0)
 		return
 	}
-	// The settled rows are durable before the answer's first (and last)
-	// byte; an answer the ledger could not record is withheld.
-	if err := s.settle(r.Context(), c, p, res, true); err != nil {
+	if settleErr != nil {
 		pub := errLedgerUnavailable(true)
 		s.writeError(w, c, pub, res)
 		s.finishIdempotency(c, pub.Status, false, true)

@@ -4,10 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/spillway-gw/spillway/internal/canonical"
-	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/engine"
-	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/route"
 )
 
@@ -31,38 +28,6 @@ func setHedgeHeader(h http.Header, res *engine.Result) {
 	if res.Hedge != "" {
 		h.Set(hdrHedge, string(res.Hedge))
 	}
-}
-
-// operatorCost prices an attempt that a provider may bill but the caller
-// does not pay for: a hedge's loser, a refusal moved on from. Its tokens
-// are what the provider reported before the attempt ended (input, cached
-// input, output), and else the gateway's estimate: the prompt's estimate
-// as input (the provider received the prompt) and, as output, what was
-// read from the attempt (a loser is cancelled at the winner's first token,
-// so that is nothing or little). The output is never above the rung's
-// ceiling, and the cost never above the request's reservation (the worst
-// case of every rung). Any other attempt, and a bring-your-own-key rung,
-// costs the operator nothing here. ok is false when the attempt is not
-// one the operator pays for.
-func operatorCost(c *call, p *engine.Plan, a *engine.Attempt) (u canonical.Usage, cost int64, ok bool) {
-	if p == nil || c.req == nil || a.Err == nil || (a.Err.Class != failure.HedgedLost && a.Err.Class != failure.Refused) {
-		return u, 0, false
-	}
-	d := p.Rungs[a.Rung].Deployment
-	u = canonical.Usage{InputTokens: c.inputEst, OutputTokens: a.OutputSeen}
-	if a.UsageReported {
-		if a.Usage.InputTokens > 0 {
-			u.InputTokens, u.CachedInputTokens, u.CacheWriteTokens = a.Usage.InputTokens, a.Usage.CachedInputTokens, a.Usage.CacheWriteTokens
-		}
-		u.OutputTokens = max(a.Usage.OutputTokens, a.OutputSeen)
-	}
-	if limit := d.OutputCeiling(c.req.MaxTokens); limit > 0 {
-		u.OutputTokens = min(u.OutputTokens, limit)
-	}
-	if d.Funding == catalog.FundingBYOK {
-		return u, 0, true
-	}
-	return u, min(d.CostMicroUSD(u.InputTokens, u.CachedInputTokens, u.CacheWriteTokens, u.OutputTokens), c.reserved), true
 }
 
 // ExplainedHedge is a route's hedge as a request would meet it.

@@ -331,19 +331,3 @@ func explainPriority(v string) (catalog.Priority, *failure.Public) {
 	}
 	return p, nil
 }
-
-// routeDepth is a deployment's place in the route's ladder: its index in
-// the pool, or past the pool's end in its fallback pool; -1 if neither.
-func routeDepth(rr *catalog.ResolvedRoute, id string) int {
-	for i, d := range rr.Deployments {
-		if d.ID == id {
-			return i
-		}
-	}
-	for i, d := range rr.FallbackDeployments {
-		if d.ID == id {
-			return len(rr.Deployments) + i
-		}
-	}
-	return -1
-}

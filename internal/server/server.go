@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/activity"
+	"github.com/spillway-gw/spillway/internal/billing"
 	"github.com/spillway-gw/spillway/internal/budget"
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/dialect"
@@ -101,6 +102,8 @@ type Server struct {
 	health     *health.Tracker
 	engine     *engine.Engine
 	pins       *sticky.Store
+	// billing reserves and settles each request (money.go).
+	billing billing.Biller
 	// quality measures answers per deployment and alerts on divergence
 	// (quality.go); in this process only.
 	quality *quality.Monitor
@@ -145,6 +148,10 @@ func New(opts Options) *Server {
 		opts.Sticky = newPins(&opts)
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), health: opts.Health, idem: opts.Idempotency, pins: opts.Sticky}
+	s.billing = billing.Biller{Budget: opts.Budget, Log: opts.Log, Now: opts.Now}
+	if opts.Ledger != nil { // never a typed nil in the interface
+		s.billing.Ledger = opts.Ledger
+	}
 	if ownMetrics {
 		opts.Metrics.WatchRungs(s.healthyRungs)
 	}

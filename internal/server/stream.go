@@ -28,16 +28,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, p *engi
 		writeTimeout: s.opts.Catalog.Load().Config().Server.WriteTimeout.D()}
 	res := s.engine.Stream(r.Context(), p, c.req, sink)
 	c.ran(p, res)
+	// The stream's end: Finish or Interrupt settled it if it got that far;
+	// one that failed before commit, or whose caller left, settles here.
+	c.bill.Settle(r.Context(), res)
 	switch {
 	case sink.withheld:
 		c.status, c.outcome = http.StatusOK, "interrupted_ledger_unavailable"
 		s.finishIdempotency(c, http.StatusOK, true, true)
 	case res.Err != nil && res.Err.Class == failure.ClientCancelled:
-		// Nobody is listening: settle what was delivered, without waiting.
-		s.settle(r.Context(), c, p, res, false)
+		// Nobody is listening: what was delivered was settled, without
+		// waiting.
 		c.status, c.outcome = failure.StatusClientClosedRequest, "client_closed_request"
 	case !res.Committed && res.Err != nil:
-		s.settle(r.Context(), c, p, res, true)
 		pub := publicOf(res)
 		s.writeError(w, c, pub, res)
 		s.finishIdempotency(c, pub.Status, false, len(res.Attempts) > 0)
@@ -147,7 +149,7 @@ func keepWriteDeadline(left, timeout time.Duration) bool {
 // Finish settles (durably) before the success terminator goes out, so a
 // caller who saw the terminator has a settled row.
 func (k *streamSink) Finish(res *engine.Result) error {
-	if err := k.s.settle(k.r.Context(), k.c, k.p, res, true); err != nil {
+	if err := k.c.bill.Settle(k.r.Context(), res); err != nil {
 		// The ledger could not record the answer: no terminator, so the
 		// caller's client reports the answer incomplete, and nothing is
 		// charged.
@@ -174,7 +176,7 @@ func (k *streamSink) Finish(res *engine.Result) error {
 // Interrupt settles the delivered tokens, then ends the stream with the
 // typed error event.
 func (k *streamSink) Interrupt(res *engine.Result) error {
-	k.s.settle(k.r.Context(), k.c, k.p, res, true)
+	k.c.bill.Settle(k.r.Context(), res)
 	fe, delivered := res.Err, res.DeliveredTokens
 	pub := fe.ToPublic()
 	pub.Code = "stream_interrupted"
