@@ -7,16 +7,17 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/catalog"
 	"github.com/spillway-gw/spillway/internal/idempotency"
+	"github.com/spillway-gw/spillway/internal/tracing"
 )
 
 // corsAllowHeaders are the request headers a page may send: what the
 // OpenAI and Anthropic SDKs set in a browser (their keys, versions, betas,
-// the Anthropic SDK's browser opt-in, the retry idempotency key) besides
-// the x-stainless-* family, allowed by prefix.
+// the Anthropic SDK's browser opt-in, the retry idempotency key, a W3C
+// traceparent) besides the x-stainless-* family, allowed by prefix.
 var corsAllowHeaders = []string{
 	"accept", "anthropic-beta", "anthropic-dangerous-direct-browser-access", "anthropic-version",
 	"authorization", "content-type", "idempotency-key", "openai-beta", "openai-organization",
-	"openai-project", "user-agent", "x-api-key",
+	"openai-project", "traceparent", "user-agent", "x-api-key",
 }
 
 const corsStainlessPrefix = "x-stainless-"
@@ -25,7 +26,7 @@ const corsStainlessPrefix = "x-stainless-"
 // that say what the gateway did and what it cost, and when to retry.
 var corsExposeHeaders = strings.Join([]string{
 	hdrRequestID, "Request-Id", hdrModel, hdrDeployment, hdrAttempts, hdrTrail,
-	hdrCostUSD, hdrCostStatus, hdrTokenCount, "Retry-After", idempotency.HeaderReplayed,
+	hdrCostUSD, hdrCostStatus, hdrTokenCount, "Retry-After", idempotency.HeaderReplayed, tracing.HeaderTraceID,
 }, ", ")
 
 const corsAllowMethods = "GET, POST, PUT, DELETE"

@@ -131,7 +131,7 @@ func TestCORSActualRequest(t *testing.T) {
 		t.Fatalf("%d allow origin %q credentials %q", resp.StatusCode, hdr(resp, "Access-Control-Allow-Origin"), hdr(resp, "Access-Control-Allow-Credentials"))
 	}
 	expose := strings.ToLower(hdr(resp, "Access-Control-Expose-Headers"))
-	for _, want := range []string{"x-request-id", "request-id", "x-spillway-trail", "x-spillway-deployment", "x-spillway-cost-usd", "x-spillway-cost-status", "retry-after"} {
+	for _, want := range []string{"x-request-id", "request-id", "x-spillway-trail", "x-spillway-deployment", "x-spillway-cost-usd", "x-spillway-cost-status", "retry-after", "x-spillway-trace-id"} {
 		if !strings.Contains(expose, want) {
 			t.Errorf("%s not exposed: %s", want, expose)
 		}
