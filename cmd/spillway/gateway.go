@@ -21,6 +21,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/provider/bedrock"
 	"github.com/spillway-gw/spillway/internal/provider/gemini"
 	"github.com/spillway-gw/spillway/internal/provider/openai"
+	"github.com/spillway-gw/spillway/internal/redisstate"
 	"github.com/spillway-gw/spillway/internal/server"
 	"github.com/spillway-gw/spillway/internal/tracing"
 )
@@ -53,6 +54,8 @@ type gateway struct {
 	writer     *ledger.Writer
 	auth       *keys.Authenticator
 	budget     *budget.Accountant
+	// shared is the shared-state client (nil: shared_state none).
+	shared *redisstate.Client
 	tracer     *tracing.Tracer
 	log        *slog.Logger
 }
@@ -218,6 +221,9 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 	for _, o := range setup.server {
 		o(&so)
 	}
+	if g.shared, err = openSharedState(cfg, cmp.Or(setup.configPath, "config"), log, &so); err != nil {
+		return nil, err
+	}
 	if g.tracer, err = openTracer(ctx, cfg, log); err != nil {
 		return nil, err
 	}
@@ -229,6 +235,9 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 
 // close flushes the ledger and closes it.
 func (g *gateway) close(ctx context.Context) error {
+	if g.shared != nil {
+		defer g.shared.Close()
+	}
 	closeTracer(g.tracer, g.log)
 	err := g.writer.Close(ctx)
 	if cerr := g.store.Close(); err == nil {

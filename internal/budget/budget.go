@@ -53,6 +53,10 @@ type state struct {
 	day   int64 // UTC day number that today counts
 	today int64 // settled on day
 	win   window
+	// downUsed is what this replica held alone while the shared store
+	// was down, in outage downEpoch (see DownPolicy).
+	downUsed  int64
+	downEpoch uint64
 }
 
 // roll starts a new UTC day's count and moves the rate window to now.
@@ -76,6 +80,13 @@ type Accountant struct {
 	mu     sync.RWMutex
 	states map[Scope]*state
 	seq    uint64
+
+	// shared checks the gates across replicas (nil: this process only;
+	// see Shared), downPolicy applies while it cannot answer.
+	shared     Shared
+	downPolicy DownPolicy
+	wasDown    atomic.Bool
+	downEpoch  atomic.Uint64
 }
 
 // New returns an Accountant with no limits on c (nil = the system clock;
@@ -159,6 +170,8 @@ type Hold struct {
 	done   atomic.Bool
 	states []*state
 	inline [4]*state // backs states for the usual org/team/key/model
+	// shared is the hold across replicas (nil: none).
+	shared *SharedReserve
 }
 
 // AmountMicro is the amount held at every scope (what the ledger's
@@ -180,6 +193,15 @@ func (h *Hold) AmountMicro() int64 { return h.amount }
 // the refusal reported is the most lasting one (credit, then daily cap,
 // then RPM, then TPM), at the first such scope in the order given.
 func (a *Accountant) Reserve(scopes []Scope, amountMicro int64, tokens int) (*Hold, *Refusal) {
+	if a.shared != nil {
+		return a.reserveShared(scopes, amountMicro, tokens)
+	}
+	return a.reserve(scopes, amountMicro, tokens, true)
+}
+
+// reserve is Reserve in this process; gates false counts without checking
+// (what the shared store already checked).
+func (a *Accountant) reserve(scopes []Scope, amountMicro int64, tokens int, gates bool) (*Hold, *Refusal) {
 	now := a.clock.Now()
 	day, sec := dayOf(now), now.Unix()
 	amount, toks := max(amountMicro, 0), int64(max(tokens, 0))
@@ -209,7 +231,9 @@ func (a *Accountant) Reserve(scopes []Scope, amountMicro int64, tokens int) (*Ho
 		st.mu.Lock()
 		st.roll(day, sec)
 	}
-	if r := check(now, sts, ls, amount, toks); r != nil {
+	if !gates {
+		// Checked across replicas already.
+	} else if r := check(now, sts, ls, amount, toks); r != nil {
 		for _, st := range ord {
 			st.mu.Unlock()
 		}
@@ -274,6 +298,9 @@ func (h *Hold) Settle(actualMicro int64, actualTokens int) bool {
 	now := h.a.clock.Now()
 	day, sec := dayOf(now), now.Unix()
 	actual, delta := max(actualMicro, 0), int64(max(actualTokens, 0))-h.tokens
+	if h.shared != nil {
+		h.a.shared.Settle(h.shared, actual, delta)
+	}
 	for _, st := range h.states {
 		st.mu.Lock()
 		st.roll(day, sec)

@@ -33,6 +33,8 @@ type Refusal struct {
 	// has freed enough, for a daily cap the next UTC midnight; 0 for credit
 	// and for a request that exceeds a limit on its own (retrying cannot help).
 	RetryAfter time.Duration
+	// status is the HTTP status when not 429 (503 budget_unavailable).
+	status int
 }
 
 func (r *Refusal) Error() string { return "budget: " + r.Code + ": " + r.Message }
@@ -40,7 +42,11 @@ func (r *Refusal) Error() string { return "budget: " + r.Code + ": " + r.Message
 // Public is the refusal as the caller is told it: 429 with the specific
 // code, in whatever dialect the server renders it.
 func (r *Refusal) Public() *failure.Public {
-	return &failure.Public{Status: http.StatusTooManyRequests, Code: r.Code, Message: r.Message, RetryAfter: r.RetryAfter}
+	status := http.StatusTooManyRequests
+	if r.status != 0 {
+		status = r.status
+	}
+	return &failure.Public{Status: status, Code: r.Code, Message: r.Message, RetryAfter: r.RetryAfter}
 }
 
 // code names the refusal of gate g at scope kind.

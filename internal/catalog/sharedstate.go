@@ -127,3 +127,23 @@ func (c *Config) sharedStateWarnings(p *problems) {
 		p.add("shared_state.down_allowance", 0, "set, but budgets_when_down is refuse: no replica spends while Redis is down")
 	}
 }
+
+// SharedStateURL is the Redis URL from the variable shared_state.url_env,
+// or a problem on that field's line when it is unset or empty. "" and no
+// problem with driver none.
+func (c *Config) SharedStateURL(file string, lookupEnv func(string) (string, bool)) (string, Problems) {
+	s := &c.SharedState
+	if !s.On() {
+		return "", nil
+	}
+	p := &problems{file: file, lines: c.lines}
+	switch v, ok := lookupEnv(s.URLEnv); {
+	case !ok:
+		p.add("shared_state.url_env", 0, "environment variable %s (the shared state's Redis URL) is not set", s.URLEnv)
+	case v == "":
+		p.add("shared_state.url_env", 0, "environment variable %s (the shared state's Redis URL) is empty", s.URLEnv)
+	default:
+		return v, nil
+	}
+	return "", p.ps
+}

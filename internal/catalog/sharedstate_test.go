@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,4 +74,29 @@ func TestSharedStateWarnings(t *testing.T) {
 		t.Fatalf("errors: %v", errs)
 	}
 	requireProblems(t, warns, want{14, "shared_state.down_allowance", "budgets_when_down is refuse"})
+}
+
+// An unset or empty URL variable is named on its line; none needs none.
+func TestSharedStateURL(t *testing.T) {
+	c, err := Parse([]byte(optsBase+"shared_state:\n  driver: redis\n  url_env: GW_REDIS\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	look := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if _, ps := c.SharedStateURL("s.yaml", look); ps.Err() == nil || ps[0].Line != 16 || !strings.Contains(ps[0].Msg, "GW_REDIS") {
+		t.Errorf("unset: %v", ps)
+	}
+	env["GW_REDIS"] = ""
+	if _, ps := c.SharedStateURL("s.yaml", look); ps.Err() == nil {
+		t.Error("empty: no problem")
+	}
+	env["GW_REDIS"] = "redis://r:6379/0"
+	if u, ps := c.SharedStateURL("s.yaml", look); ps.Err() != nil || u != "redis://r:6379/0" {
+		t.Errorf("set: %q %v", u, ps)
+	}
+	none, _ := Parse([]byte(optsBase), "s.yaml")
+	if u, ps := none.SharedStateURL("s.yaml", look); u != "" || ps != nil {
+		t.Errorf("none: %q %v", u, ps)
+	}
 }

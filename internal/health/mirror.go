@@ -91,11 +91,17 @@ type depMark struct {
 
 func (d *dep) mark() depMark { return depMark{d.circuit, d.cause, d.retryAt} }
 
-// Adopt applies another replica's transition. An unknown deployment (not
-// in this replica's config) is ignored; adopting never publishes.
+// maxPending bounds the transitions kept for deployments not synced yet.
+const maxPending = 4096
+
+// Adopt applies another replica's transition; adopting never publishes. A
+// deployment this tracker does not know yet (a replica that has not built
+// its first snapshot) keeps the transition until Sync adds it; one Sync
+// never adds is dropped then.
 func (t *Tracker) Adopt(tr Transition) {
 	d := t.get(tr.Deployment)
 	if d == nil {
+		t.keepPending(tr)
 		return
 	}
 	now := t.clock.Now()
@@ -157,4 +163,38 @@ func (t *Tracker) Transitions() []Transition {
 		d.mu.Unlock()
 	}
 	return out
+}
+
+// keepPending keeps tr for a deployment Sync has not added yet: the latest
+// transition per deployment, at most maxPending deployments.
+func (t *Tracker) keepPending(tr Transition) {
+	if tr.Kind != TransitionOpen && tr.Kind != TransitionThrottle && tr.Kind != TransitionClose {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.synced {
+		return // a deployment this replica does not serve
+	}
+	if t.pending == nil {
+		t.pending = map[string][]Transition{}
+	}
+	if tr.Kind == TransitionClose {
+		delete(t.pending, tr.Deployment)
+		return
+	}
+	if _, ok := t.pending[tr.Deployment]; !ok && len(t.pending) >= maxPending {
+		return
+	}
+	t.pending[tr.Deployment] = append(t.pending[tr.Deployment][:min(len(t.pending[tr.Deployment]), 3)], tr)
+}
+
+// adoptPending applies what was kept for deployments before the first
+// Sync.
+func (t *Tracker) adoptPending(pending map[string][]Transition) {
+	for _, trs := range pending {
+		for _, tr := range trs {
+			t.Adopt(tr)
+		}
+	}
 }

@@ -151,3 +151,21 @@ func TestNoMirrorAllocatesNothing(t *testing.T) {
 		t.Errorf("Begin+Done allocate %v times, want 0", n)
 	}
 }
+
+// A replica that has not synced its deployments yet (no snapshot built)
+// keeps what it hears until Sync adds them; after that, transitions of
+// deployments it does not serve are dropped.
+func TestMirrorAdoptBeforeSync(t *testing.T) {
+	tr := NewTracker(nil)
+	until := time.Now().Add(time.Minute)
+	tr.Adopt(Transition{Deployment: "a", Kind: TransitionOpen, Cause: Open, Until: until})
+	tr.Adopt(Transition{Deployment: "b", Kind: TransitionThrottle, Until: until})
+	tr.Sync(map[string]Policy{"a": {}})
+	if _, why := tr.Check("a"); why != SkipCircuitOpen {
+		t.Errorf("a adopted before Sync: Check = %q, want %s", why, SkipCircuitOpen)
+	}
+	tr.Adopt(Transition{Deployment: "zz", Kind: TransitionOpen, Cause: Open, Until: until})
+	if len(tr.pending) != 0 {
+		t.Errorf("after Sync an unknown deployment was kept: %v", tr.pending)
+	}
+}

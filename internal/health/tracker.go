@@ -72,6 +72,10 @@ type Tracker struct {
 	deps  map[string]*dep
 	// mirror shares transitions across replicas (nil: this process only).
 	mirror Mirror
+	// pending keeps adopted transitions until the first Sync; synced says
+	// it ran.
+	pending map[string][]Transition
+	synced  bool
 }
 
 // NewTracker returns an empty tracker on c (nil = the system clock; tests
@@ -88,7 +92,16 @@ func NewTracker(c clock.Passive) *Tracker {
 // dropped.
 func (t *Tracker) Sync(policies map[string]Policy) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	pending := t.pending
+	t.pending, t.synced = nil, true
+	t.sync(policies)
+	t.mu.Unlock()
+	if pending != nil {
+		t.adoptPending(pending)
+	}
+}
+
+func (t *Tracker) sync(policies map[string]Policy) {
 	for id := range t.deps {
 		if _, ok := policies[id]; !ok {
 			delete(t.deps, id)

@@ -62,6 +62,7 @@ type Client struct {
 	o   Options
 
 	up        atomic.Bool
+	listening atomic.Bool // the subscription is confirmed
 	errs      atomic.Uint64
 	fallbacks atomic.Uint64
 	dropped   atomic.Uint64
@@ -74,7 +75,6 @@ type Client struct {
 	mu       sync.Mutex
 	handlers map[string]func(payload string)
 	onUp     []func(context.Context)
-	kick     chan struct{} // restarts the subscription with new channels
 	ps       *redis.PubSub // the live subscription, closed by Close
 }
 
@@ -130,7 +130,7 @@ func Open(o Options) (*Client, error) {
 	ro.MaxRetries = -1
 	ro.PoolSize = max(ro.PoolSize, 32)
 	c := &Client{rdb: redis.NewClient(ro), o: o, queue: make(chan queued, o.QueueSize),
-		handlers: map[string]func(string){}, kick: make(chan struct{}, 1)}
+		handlers: map[string]func(string){}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	ctx, cancel := context.WithTimeout(c.ctx, max(o.Timeout, time.Second))
 	if err := c.rdb.Ping(ctx).Err(); err != nil {
@@ -160,6 +160,10 @@ func (c *Client) Close() error {
 
 // Up reports whether Redis is in use now (false: local fallbacks).
 func (c *Client) Up() bool { return c.up.Load() }
+
+// Listening reports whether this replica hears the others now (its
+// subscription is confirmed); tests wait for it before they publish.
+func (c *Client) Listening() bool { return c.listening.Load() }
 
 // Stats is what the metrics show.
 type Stats struct {
@@ -301,33 +305,24 @@ func (c *Client) handle(channel string, f func(payload string)) {
 	c.mu.Lock()
 	c.handlers[c.key(channel)] = f
 	c.mu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
 }
 
-// subscriber keeps one subscription to every handled channel, resyncing
-// whenever it (re)subscribes, since messages sent meanwhile were missed.
+// subscriber keeps one subscription to every channel under the prefix
+// (one pattern, so channels handled later need no new subscription),
+// resyncing whenever it (re)subscribes, since messages sent meanwhile
+// were missed.
 func (c *Client) subscriber() {
 	defer c.wg.Done()
 	for c.ctx.Err() == nil {
-		c.mu.Lock()
-		chans := make([]string, 0, len(c.handlers))
-		for ch := range c.handlers {
-			chans = append(chans, ch)
-		}
-		c.mu.Unlock()
-		if len(chans) == 0 || !c.up.Load() {
+		if !c.up.Load() {
 			select {
 			case <-c.ctx.Done():
 				return
-			case <-c.kick:
 			case <-time.After(c.o.RetryEvery):
 			}
 			continue
 		}
-		c.receive(chans)
+		c.receive()
 		select {
 		case <-c.ctx.Done():
 			return
@@ -336,14 +331,14 @@ func (c *Client) subscriber() {
 	}
 }
 
-// receive serves one subscription until it breaks or the channel set
-// changes.
-func (c *Client) receive(chans []string) {
-	ps := c.rdb.Subscribe(c.ctx, chans...)
+// receive serves one subscription until it breaks.
+func (c *Client) receive() {
+	ps := c.rdb.PSubscribe(c.ctx, c.o.Prefix+":*")
 	c.mu.Lock()
 	c.ps = ps
 	c.mu.Unlock()
 	defer func() {
+		c.listening.Store(false)
 		c.mu.Lock()
 		c.ps = nil
 		c.mu.Unlock()
@@ -352,11 +347,6 @@ func (c *Client) receive(chans []string) {
 	pingPending := false
 	const idle = time.Second
 	for {
-		select {
-		case <-c.kick:
-			return
-		default:
-		}
 		msg, err := ps.ReceiveTimeout(c.ctx, idle)
 		if err != nil {
 			if c.ctx.Err() != nil {
@@ -376,7 +366,8 @@ func (c *Client) receive(chans []string) {
 		pingPending = false
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" && m.Count == len(chans) {
+			if m.Kind == "psubscribe" {
+				c.listening.Store(true)
 				go c.resync()
 			}
 		case *redis.Message:

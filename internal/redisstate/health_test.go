@@ -99,8 +99,7 @@ func waitSubscribed(t testing.TB, cs ...*Client) {
 	t.Helper()
 	waitFor(t, 5*time.Second, "subscriptions", func() bool {
 		for _, c := range cs {
-			n, err := c.rdb.PubSubNumSub(c.ctx, c.key("health")).Result()
-			if err != nil || n[c.key("health")] < int64(len(cs)) {
+			if !c.Listening() {
 				return false
 			}
 		}
@@ -183,7 +182,7 @@ func TestHealthHostileRedis(t *testing.T) {
 	c := open(t, purl, testPrefix(), func(o *Options) { o.Timeout = 30 * time.Millisecond })
 	c.MirrorHealth(tr[0])
 	waitFor(t, 2*time.Second, "up", c.Up)
-	p.setHang(true)
+	p.Hang(true)
 	fail(tr[0], "h", failure.ProviderUnavailable)
 	fail(tr[0], "h", failure.ProviderUnavailable)
 	time.Sleep(350 * time.Millisecond)
@@ -204,6 +203,6 @@ func TestHealthHostileRedis(t *testing.T) {
 		t.Errorf("a probe admission waited %s on a hanging Redis (timeout 30ms)", slowest)
 	}
 	t.Logf("hanging Redis: slowest admission %s (timeout 30ms), stats %+v", slowest, c.Stats())
-	p.setHang(false)
+	p.Hang(false)
 	waitFor(t, 3*time.Second, "reconnected without a restart", c.Up)
 }

@@ -125,7 +125,7 @@ func TestIdempotencyRedisDown(t *testing.T) {
 	p, purl := newProxy(t, url)
 	a := open(t, purl, testPrefix(), func(o *Options) { o.Timeout = 30 * time.Millisecond })
 	st := sharedStores(t, a)
-	p.setCut(true)
+	p.Cut(true)
 	start := time.Now()
 	for i := range 5 {
 		c, err := st[0].Begin(context.Background(), "tenant", "down"+string(rune('a'+i)), [32]byte{4})
@@ -142,11 +142,7 @@ func TestIdempotencyRedisDown(t *testing.T) {
 	}
 }
 
-func waitSubscribedTo(t testing.TB, channel string, cs ...*Client) {
+func waitSubscribedTo(t testing.TB, _ string, cs ...*Client) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "subscriptions to "+channel, func() bool {
-		c := cs[0]
-		n, err := c.rdb.PubSubNumSub(c.ctx, c.key(channel)).Result()
-		return err == nil && n[c.key(channel)] >= int64(len(cs))
-	})
+	waitSubscribed(t, cs...)
 }

@@ -86,6 +86,10 @@ type Options struct {
 	// Sticky keeps the conversation pins (default: a store of
 	// routing.sticky_capacity pins on Now).
 	Sticky *sticky.Store
+	// SharedStats reports the shared-state client (shared_state.driver
+	// redis) for /metrics: spillway_shared_state_up and its counters. Nil
+	// (driver none): not exported.
+	SharedStats func() metrics.SharedStats
 	// Tracer exports a span per request and one per attempt (nil, the
 	// default: tracing off, and nothing allocated for it).
 	Tracer *tracing.Tracer
@@ -143,6 +147,9 @@ func New(opts Options) *Server {
 		if cs, ok := opts.Catalog.(configStatus); ok {
 			opts.Metrics.WatchConfig(cs.Status)
 		}
+	}
+	if opts.SharedStats != nil {
+		opts.Metrics.WatchShared(opts.SharedStats)
 	}
 	if opts.Sticky == nil {
 		opts.Sticky = newPins(&opts)

@@ -6,8 +6,9 @@
 // first, in O(1)) and in time (a pin lives for its route's TTL after the
 // turn that set it); it holds no content, only a 64-bit hash of the
 // conversation's identity and a deployment id, about 60 bytes a pin. Pins
-// live in this process's memory: a restart forgets them, and so does every
-// replica but the one that served the turn.
+// live in this process's memory: a restart forgets them. Replicas share
+// them through a PinMirror (see NewShared): every replica then derives the
+// same key for a conversation and adopts the pins the others record.
 package sticky
 
 import (
@@ -40,6 +41,11 @@ type Store struct {
 	clock clock.Passive
 	seed  maphash.Seed
 	cap   int
+	// shared: keys are derived with xxhash on sharedSeed, the same on
+	// every replica (see NewShared), instead of this store's own seed.
+	shared     bool
+	sharedSeed uint64
+	mirror     PinMirror
 
 	mu    sync.Mutex
 	index map[Key]int32
@@ -76,8 +82,8 @@ func (s *Store) Key(model, header string, req *canonical.Request) (Key, bool) {
 	if req == nil || req.Embed != nil || len(header) > MaxHeaderBytes {
 		return 0, false
 	}
-	var h maphash.Hash
-	h.SetSeed(s.seed)
+	var h keyHash
+	h.init(s)
 	h.WriteString(model)
 	h.WriteByte(0)
 	if header != "" {
@@ -113,14 +119,14 @@ func (s *Store) Key(model, header string, req *canonical.Request) (Key, bool) {
 
 // writeBounded hashes at most limit bytes of s, then its length, and
 // returns how many bytes it hashed.
-func writeBounded(h *maphash.Hash, s string, limit int) int {
+func writeBounded(h *keyHash, s string, limit int) int {
 	limit = max(min(limit, len(s)), 0)
 	h.WriteString(s[:limit])
 	writeLen(h, len(s))
 	return limit
 }
 
-func writeLen(h *maphash.Hash, n int) {
+func writeLen(h *keyHash, n int) {
 	var b [8]byte
 	for i := range b {
 		b[i] = byte(n >> (8 * i))
@@ -158,14 +164,8 @@ func (s *Store) Pinned(k Key) (deployment string, ok bool) {
 	return e.deployment, true
 }
 
-// Record pins the conversation to deployment for ttl from now: called once
-// a rung served one of its turns. It evicts the least recently served pin
-// when the store is full.
-func (s *Store) Record(k Key, deployment string, ttl time.Duration) {
-	if s.cap == 0 || ttl <= 0 || deployment == "" {
-		return
-	}
-	expires := s.clock.Now().Add(ttl).UnixNano()
+// put pins k to deployment until expires (Unix nanoseconds).
+func (s *Store) put(k Key, deployment string, expires int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.index[k]; ok {
@@ -187,6 +187,20 @@ func (s *Store) Record(k Key, deployment string, ttl time.Duration) {
 	s.ents[i] = entry{key: k, deployment: deployment, expires: expires}
 	s.pushFront(i)
 	s.index[k] = i
+}
+
+// Record pins the conversation to deployment for ttl from now: called once
+// a rung served one of its turns. It evicts the least recently served pin
+// when the store is full. With a mirror, the other replicas adopt it.
+func (s *Store) Record(k Key, deployment string, ttl time.Duration) {
+	if s.cap == 0 || ttl <= 0 || deployment == "" {
+		return
+	}
+	expires := s.clock.Now().Add(ttl).UnixNano()
+	s.put(k, deployment, expires)
+	if s.mirror != nil {
+		s.mirror.PublishPin(k, deployment, expires)
+	}
 }
 
 // Len is the number of pins held, live or expired but not yet evicted.
