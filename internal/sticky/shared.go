@@ -84,4 +84,3 @@ func (h *keyHash) Sum64() uint64 {
 	}
 	return h.m.Sum64()
 }
-
