@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/mock"
 )
 
@@ -104,8 +105,11 @@ type Target struct {
 	Model string
 	// Rungs are the pool's deployments in pool order (at least 3).
 	Rungs []Rung
-	// LedgerPath is the SQLite ledger the gateway writes; it is read, read
-	// only, after the traffic.
+	// Ledger is the ledger the gateway writes (any ledger.Store, e.g. a
+	// PostgreSQL one), read after the traffic. Nil: LedgerPath.
+	Ledger ledger.Auditor
+	// LedgerPath is the SQLite ledger the gateway writes, read only after
+	// the traffic when Ledger is nil.
 	LedgerPath string
 	// Flush makes every settlement durable (e.g. closes the ledger
 	// writer) before the ledger is read. Nil: nothing to flush.
@@ -174,7 +178,12 @@ func Run(ctx context.Context, t Target, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("drill: flushing the ledger: %w", err)
 		}
 	}
-	lc, err := CheckLedger(ctx, t.LedgerPath, t.Model, t.Rungs, expectations(results))
+	var lc *LedgerReport
+	if t.Ledger != nil {
+		lc, err = CheckStore(ctx, t.Ledger, t.Model, t.Rungs, expectations(results))
+	} else {
+		lc, err = CheckLedger(ctx, t.LedgerPath, t.Model, t.Rungs, expectations(results))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,14 +2,12 @@ package drill
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	_ "modernc.org/sqlite" // the ledger's SQLite driver, registered as "sqlite"
+	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlite"
 )
 
 // Outcome is how a request ended for its caller, as the ledger check needs
@@ -96,15 +94,27 @@ type attemptRow struct {
 	cost       int64
 }
 
-// CheckLedger reads the ledger at path (read only) and checks it against
-// what the callers saw: every request settled at most once and every
-// answered one exactly once; every settled cost equal to the serving
-// deployment's price of the row's tokens, and those tokens what the caller
-// was told; every failed hop and every request that failed everywhere at
-// zero; no reservation open. Prices come from the rungs' deployments.
+// CheckLedger reads the SQLite ledger at path (read only) and checks it as
+// CheckStore does.
 func CheckLedger(ctx context.Context, path, model string, rungs []Rung, exp []Expect) (*LedgerReport, error) {
+	r, err := sqlite.OpenReader(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("drill: opening the ledger: %w", err)
+	}
+	defer r.Close()
+	return CheckStore(ctx, r, model, rungs, exp)
+}
+
+// CheckStore reads a ledger (any ledger.Store, or a read-only Auditor)
+// and checks it against what the callers saw: every request settled at
+// most once and every answered one exactly once; every settled cost equal
+// to the serving deployment's price of the row's tokens, and those tokens
+// what the caller was told; every failed hop and every request that failed
+// everywhere at zero; no reservation open. Prices come from the rungs'
+// deployments.
+func CheckStore(ctx context.Context, a ledger.Auditor, model string, rungs []Rung, exp []Expect) (*LedgerReport, error) {
 	c := newChecks(ledgerInvariants()...)
-	rep, err := checkLedger(ctx, path, model, rungs, exp, c)
+	rep, err := checkLedger(ctx, a, model, rungs, exp, c)
 	if err != nil {
 		return nil, err
 	}
@@ -112,30 +122,12 @@ func CheckLedger(ctx context.Context, path, model string, rungs []Rung, exp []Ex
 	return rep, nil
 }
 
-func openReadOnly(path string) (*sql.DB, error) {
-	abs, err := filepath.Abs(path)
+func checkLedger(ctx context.Context, a ledger.Auditor, model string, rungs []Rung, exp []Expect, c *checks) (*LedgerReport, error) {
+	rows, err := readRequests(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Add("_pragma", "query_only(1)")
-	q.Add("_pragma", "busy_timeout(5000)")
-	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
-	return sql.Open("sqlite", u.String())
-}
-
-func checkLedger(ctx context.Context, path, model string, rungs []Rung, exp []Expect, c *checks) (*LedgerReport, error) {
-	db, err := openReadOnly(path)
-	if err != nil {
-		return nil, fmt.Errorf("drill: opening the ledger: %w", err)
-	}
-	defer db.Close()
-	rows, err := readRequests(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	atts, nAtt, err := readAttempts(ctx, db)
+	atts, nAtt, err := readAttempts(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -144,17 +136,13 @@ func checkLedger(ctx context.Context, path, model string, rungs []Rung, exp []Ex
 	for _, r := range rows {
 		rep.Requests += r.dup
 	}
-	if err := db.QueryRowContext(ctx, `SELECT
-		COALESCE(SUM(settled_at IS NULL AND released_at IS NULL), 0),
-		COALESCE(SUM(released_at IS NOT NULL), 0) FROM reservations`).Scan(&rep.OpenReservations, &rep.Released); err != nil {
+	st, err := a.ReservationStates(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("drill: reading reservations: %w", err)
 	}
+	rep.OpenReservations, rep.Released = st.Open, st.Released
 	if rep.OpenReservations > 0 {
-		open, err := openReservations(ctx, db)
-		if err != nil {
-			return nil, err
-		}
-		c.failN(invReservations, rep.OpenReservations, "%d reservations left open, e.g. %s", rep.OpenReservations, strings.Join(open, ", "))
+		c.failN(invReservations, rep.OpenReservations, "%d reservations left open, e.g. %s", rep.OpenReservations, strings.Join(st.OpenIDs, ", "))
 	}
 	if rep.Released > 0 {
 		c.fail(invReservations, "%d reservations released by crash recovery during a drill", rep.Released)
@@ -280,7 +268,7 @@ func checkRow(c *checks, model string, rungs []Rung, depth map[string]int, id st
 	dep := rungs[d].Deployment
 	want := int64(0)
 	if r.output > 0 { // an empty answer costs nothing
-		want = dep.CostMicroUSD(r.input, r.cached, 0, r.output)
+		want = dep.Price.CostMicroUSD(r.input, r.cached, 0, r.output)
 	}
 	if r.cost != want {
 		c.fail(invCost, "%s cost %d µ$, but %d input (%d cached) + %d output tokens at %s's price is %d µ$",
@@ -359,70 +347,56 @@ func checkAgainstCaller(c *checks, e *Expect, r *ledgerRow, as []attemptRow) {
 	}
 }
 
-func readRequests(ctx context.Context, db *sql.DB) (map[string]*ledgerRow, error) {
-	q, err := db.QueryContext(ctx, `SELECT request_id, public_model, exact_model, deployment, route_depth, attempts,
-		status, failure_class, input_tokens, output_tokens, cached_tokens, cost_micro_usd, cost_status, reserved_micro_usd
-		FROM requests`)
-	if err != nil {
-		return nil, fmt.Errorf("drill: reading requests: %w", err)
-	}
-	defer q.Close()
+// auditPage is how many rows one read of the ledger brings.
+const auditPage = 2000
+
+// readRequests reads every request row, page by page; a request id stored
+// more than once is counted in its first row's dup.
+func readRequests(ctx context.Context, a ledger.Auditor) (map[string]*ledgerRow, error) {
 	rows := map[string]*ledgerRow{}
-	for q.Next() {
-		r := &ledgerRow{}
-		if err := q.Scan(&r.id, &r.publicModel, &r.exactModel, &r.deployment, &r.depth, &r.attempts,
-			&r.status, &r.failureClass, &r.input, &r.output, &r.cached, &r.cost, &r.costStatus, &r.reserved); err != nil {
+	after := ""
+	for {
+		page, err := a.RequestRows(ctx, after, auditPage)
+		if err != nil {
 			return nil, fmt.Errorf("drill: reading requests: %w", err)
 		}
-		if prev, ok := rows[r.id]; ok {
-			prev.dup++
-			continue
+		if len(page) == 0 {
+			return rows, nil
 		}
-		rows[r.id] = r
+		for i := range page {
+			q := &page[i]
+			if prev, ok := rows[q.RequestID]; ok {
+				prev.dup++
+				continue
+			}
+			rows[q.RequestID] = &ledgerRow{id: q.RequestID, publicModel: q.PublicModel, exactModel: q.ExactModel,
+				deployment: q.Deployment, status: q.Status, failureClass: q.FailureClass, costStatus: q.CostStatus,
+				depth: q.RouteDepth, attempts: q.Attempts, input: q.InputTokens, output: q.OutputTokens, cached: q.CachedTokens,
+				cost: q.CostMicroUSD, reserved: q.ReservedMicroUSD}
+		}
+		after = page[len(page)-1].RequestID
 	}
-	if err := q.Err(); err != nil {
-		return nil, fmt.Errorf("drill: reading requests: %w", err)
-	}
-	return rows, nil
 }
 
-func readAttempts(ctx context.Context, db *sql.DB) (map[string][]attemptRow, int, error) {
-	q, err := db.QueryContext(ctx, `SELECT request_id, seq, deployment, failure_class, http_status, output_tokens, cost_micro_usd
-		FROM attempts ORDER BY request_id, seq`)
-	if err != nil {
-		return nil, 0, fmt.Errorf("drill: reading attempts: %w", err)
-	}
-	defer q.Close()
+// readAttempts reads every attempt row, page by page, by request id.
+func readAttempts(ctx context.Context, a ledger.Auditor) (map[string][]attemptRow, int, error) {
 	out := map[string][]attemptRow{}
 	n := 0
-	for q.Next() {
-		var id string
-		var a attemptRow
-		if err := q.Scan(&id, &a.seq, &a.deployment, &a.class, &a.httpStatus, &a.output, &a.cost); err != nil {
+	var after ledger.AttemptKey
+	for {
+		page, err := a.AttemptRows(ctx, after, auditPage)
+		if err != nil {
 			return nil, 0, fmt.Errorf("drill: reading attempts: %w", err)
 		}
-		out[id] = append(out[id], a)
-		n++
-	}
-	if err := q.Err(); err != nil {
-		return nil, 0, fmt.Errorf("drill: reading attempts: %w", err)
-	}
-	return out, n, nil
-}
-
-func openReservations(ctx context.Context, db *sql.DB) ([]string, error) {
-	q, err := db.QueryContext(ctx, `SELECT request_id FROM reservations WHERE settled_at IS NULL AND released_at IS NULL LIMIT 5`)
-	if err != nil {
-		return nil, fmt.Errorf("drill: reading reservations: %w", err)
-	}
-	defer q.Close()
-	var ids []string
-	for q.Next() {
-		var id string
-		if err := q.Scan(&id); err != nil {
-			return nil, fmt.Errorf("drill: reading reservations: %w", err)
+		if len(page) == 0 {
+			return out, n, nil
 		}
-		ids = append(ids, id)
+		for _, q := range page {
+			out[q.RequestID] = append(out[q.RequestID], attemptRow{seq: q.Seq, deployment: q.Deployment, class: q.FailureClass,
+				httpStatus: q.HTTPStatus, output: q.OutputTokens, cost: q.CostMicroUSD})
+			n++
+		}
+		last := page[len(page)-1]
+		after = ledger.AttemptKey{RequestID: last.RequestID, Seq: last.Seq}
 	}
-	return ids, q.Err()
 }

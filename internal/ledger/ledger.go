@@ -233,5 +233,7 @@ type Store interface {
 	SetBudget(ctx context.Context, b *Budget) error
 	Budgets(ctx context.Context) ([]Budget, error)
 
+	Auditor
+
 	Close() error
 }

@@ -37,6 +37,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("UsageInvalid", func(t *testing.T) { testUsageInvalid(t, open) })
 	t.Run("Repair", func(t *testing.T) { testRepair(t, open) })
 	t.Run("AdminKeys", func(t *testing.T) { testAdminKeys(t, open) })
+	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
 }
 
 // testAdminKeys: one admin key is valid at a time; rotating revokes the

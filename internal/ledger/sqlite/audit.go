@@ -1,0 +1,171 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spillway-gw/spillway/internal/ledger"
+)
+
+// Reader reads a ledger file it never writes: a ledger.Auditor for a
+// check of the file (spillway drill), alone or beside a running gateway.
+type Reader struct {
+	db *sql.DB
+}
+
+var _ ledger.Auditor = (*Reader)(nil)
+
+// OpenReader opens the ledger at path read only. Unlike Open it neither
+// creates nor migrates anything: a missing file is an error.
+func OpenReader(ctx context.Context, path string) (*Reader, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: %w", err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: %w", err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: open: %w", err)
+	}
+	db.SetMaxOpenConns(readers)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger/sqlite: open: %w", err)
+	}
+	return &Reader{db: db}, nil
+}
+
+// Close closes the reader.
+func (r *Reader) Close() error { return r.db.Close() }
+
+// RequestRows lists stored request rows by request id; see ledger.Auditor.
+func (r *Reader) RequestRows(ctx context.Context, after string, limit int) ([]ledger.Request, error) {
+	return requestRows(ctx, r.db, after, limit)
+}
+
+// AttemptRows lists attempt rows by (request id, seq); see ledger.Auditor.
+func (r *Reader) AttemptRows(ctx context.Context, after ledger.AttemptKey, limit int) ([]ledger.Attempt, error) {
+	return attemptRows(ctx, r.db, after, limit)
+}
+
+// ReservationStates counts the reservations by state; see ledger.Auditor.
+func (r *Reader) ReservationStates(ctx context.Context) (ledger.ReservationStates, error) {
+	return reservationStates(ctx, r.db)
+}
+
+// RequestRows lists stored request rows by request id; see ledger.Auditor.
+func (s *Store) RequestRows(ctx context.Context, after string, limit int) ([]ledger.Request, error) {
+	return requestRows(ctx, s.r, after, limit)
+}
+
+// AttemptRows lists attempt rows by (request id, seq); see ledger.Auditor.
+func (s *Store) AttemptRows(ctx context.Context, after ledger.AttemptKey, limit int) ([]ledger.Attempt, error) {
+	return attemptRows(ctx, s.r, after, limit)
+}
+
+// ReservationStates counts the reservations by state; see ledger.Auditor.
+func (s *Store) ReservationStates(ctx context.Context) (ledger.ReservationStates, error) {
+	return reservationStates(ctx, s.r)
+}
+
+func requestRows(ctx context.Context, db *sql.DB, after string, limit int) (_ []ledger.Request, err error) {
+	if err := ledger.CheckAuditPage(limit); err != nil {
+		return nil, err
+	}
+	rs, err := db.QueryContext(ctx, `SELECT request_id, org, team, key_id, public_model, exact_model, deployment,
+		route_depth, attempts, status, failure_class, input_tokens, output_tokens, cached_tokens, cost_micro_usd,
+		cost_status, reserved_micro_usd, streamed, first_token_ms, latency_ms, started_at, finished_at, exercise
+		FROM requests WHERE request_id IN (
+			SELECT DISTINCT request_id FROM requests WHERE request_id > ? ORDER BY request_id LIMIT ?)
+		ORDER BY request_id`, after, limit)
+	if err != nil {
+		return nil, readErr("request rows", err)
+	}
+	defer closeRows(rs, &err)
+	var out []ledger.Request
+	for rs.Next() {
+		var r ledger.Request
+		var started, finished int64
+		if err := rs.Scan(&r.RequestID, &r.Org, &r.Team, &r.KeyID, &r.PublicModel, &r.ExactModel, &r.Deployment,
+			&r.RouteDepth, &r.Attempts, &r.Status, &r.FailureClass, &r.InputTokens, &r.OutputTokens, &r.CachedTokens,
+			&r.CostMicroUSD, &r.CostStatus, &r.ReservedMicroUSD, &r.Streamed, &r.FirstTokenMS, &r.LatencyMS,
+			&started, &finished, &r.Exercise); err != nil {
+			return nil, readErr("request rows", err)
+		}
+		r.StartedAt, r.FinishedAt = fromMicros(started), fromMicros(finished)
+		out = append(out, r)
+	}
+	return out, readErr("request rows", rs.Err())
+}
+
+func attemptRows(ctx context.Context, db *sql.DB, after ledger.AttemptKey, limit int) (_ []ledger.Attempt, err error) {
+	if err := ledger.CheckAuditPage(limit); err != nil {
+		return nil, err
+	}
+	rs, err := db.QueryContext(ctx, `SELECT request_id, seq, deployment, failure_class, http_status, input_tokens,
+		output_tokens, cost_micro_usd, first_byte_ms, duration_ms, started_at
+		FROM attempts WHERE (request_id, seq) > (?, ?) ORDER BY request_id, seq LIMIT ?`, after.RequestID, after.Seq, limit)
+	if err != nil {
+		return nil, readErr("attempt rows", err)
+	}
+	defer closeRows(rs, &err)
+	var out []ledger.Attempt
+	for rs.Next() {
+		var a ledger.Attempt
+		var started int64
+		if err := rs.Scan(&a.RequestID, &a.Seq, &a.Deployment, &a.FailureClass, &a.HTTPStatus, &a.InputTokens,
+			&a.OutputTokens, &a.CostMicroUSD, &a.FirstByteMS, &a.DurationMS, &started); err != nil {
+			return nil, readErr("attempt rows", err)
+		}
+		a.StartedAt = fromMicros(started)
+		out = append(out, a)
+	}
+	return out, readErr("attempt rows", rs.Err())
+}
+
+func reservationStates(ctx context.Context, db *sql.DB) (_ ledger.ReservationStates, err error) {
+	var st ledger.ReservationStates
+	if err := db.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(settled_at IS NULL AND released_at IS NULL), 0),
+		COALESCE(SUM(released_at IS NOT NULL), 0),
+		COALESCE(SUM(settled_at IS NOT NULL), 0) FROM reservations`).Scan(&st.Open, &st.Released, &st.Settled); err != nil {
+		return st, readErr("reservation states", err)
+	}
+	if st.Open == 0 {
+		return st, nil
+	}
+	rs, err := db.QueryContext(ctx, `SELECT request_id FROM reservations WHERE settled_at IS NULL AND released_at IS NULL
+		ORDER BY created_at, request_id LIMIT ?`, ledger.MaxOpenIDs)
+	if err != nil {
+		return st, readErr("reservation states", err)
+	}
+	defer closeRows(rs, &err)
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			return st, readErr("reservation states", err)
+		}
+		st.OpenIDs = append(st.OpenIDs, id)
+	}
+	return st, readErr("reservation states", rs.Err())
+}
+
+// closeRows closes rs, keeping the first error.
+func closeRows(rs *sql.Rows, err *error) {
+	if cerr := rs.Close(); *err == nil && cerr != nil {
+		*err = cerr
+	}
+}
+
+// readErr wraps a read error with the operation; nil stays nil.
+func readErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return classify(op, err)
+}
