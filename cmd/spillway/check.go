@@ -84,6 +84,8 @@ func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lo
 		warns = append(warns, cfg.MissingCredentials(path, lookupEnv)...)
 		_, dsn := cfg.LedgerDSN(path, lookupEnv) // postgres: its variable unset or empty
 		warns = append(warns, dsn...)
+		_, redisURL := cfg.SharedStateURL(path, lookupEnv) // shared_state redis: its variable unset or empty
+		warns = append(warns, redisURL...)
 		warns = append(warns, cfg.DueCertifications(path, time.Now())...)
 		if *evidenceDir != "" {
 			e, w := verifyEvidence(cfg, path, *evidenceDir)
