@@ -337,6 +337,10 @@ type benchCell struct {
 	// translated cell of a path that does not translate).
 	SameAs string          `json:"same_as,omitempty"`
 	Load   *loadgen.Result `json:"load"`
+	// Wrk is wrk's own report of the window (driver wrk): bench.lua's
+	// counts and its text report's requests/sec and --latency
+	// distribution, to check Load against.
+	Wrk *wrk.Report `json:"wrk,omitempty"`
 	// CPU µs per counted answer over the window. Proxy is the bare proxy
 	// or spillway; none on the direct path. Load is the driver's own: this
 	// process for go, the wrk process for wrk (its whole run).
@@ -690,10 +694,14 @@ func (b *bencher) cell(ctx context.Context, driver, path, mode string, conc int)
 		return out
 	}
 	var res *loadgen.Result
+	var wrkRep *wrk.Report
 	var wrkCPU time.Duration
 	var err error
 	if driver == "wrk" {
-		res, wrkCPU, err = b.wrkCell(ctx, path, mode, conc, func() { before = sample() }, func() { after = sample() })
+		wrkRep, wrkCPU, err = b.wrkCell(ctx, path, mode, conc, func() { before = sample() }, func() { after = sample() })
+		if err == nil {
+			res = wrkRep.Result(b.target(path, mode).Name, conc)
+		}
 	} else {
 		client := loadgen.NewClient(conc, benchReqTimeout)
 		defer client.CloseIdleConnections()
@@ -710,7 +718,7 @@ func (b *bencher) cell(ctx context.Context, driver, path, mode string, conc int)
 	if sampleErr != nil {
 		return nil, fmt.Errorf("%w\n%s", sampleErr, b.tails())
 	}
-	c := &benchCell{Driver: driver, Path: path, Mode: mode, Concurrency: conc, Load: res}
+	c := &benchCell{Driver: driver, Path: path, Mode: mode, Concurrency: conc, Load: res, Wrk: wrkRep}
 	if before == nil || after == nil {
 		return c, nil
 	}
@@ -738,7 +746,7 @@ func (b *bencher) cell(ctx context.Context, driver, path, mode string, conc int)
 // counts the CPU of the requests wrk abandons in flight when it stops and
 // of opening its connections: at most conc requests' worth, a percent or
 // two of a run of several seconds.
-func (b *bencher) wrkCell(ctx context.Context, path, mode string, conc int, start, end func()) (*loadgen.Result, time.Duration, error) {
+func (b *bencher) wrkCell(ctx context.Context, path, mode string, conc int, start, end func()) (*wrk.Report, time.Duration, error) {
 	t := b.target(path, mode)
 	u, err := url.Parse(t.URL)
 	if err != nil {
@@ -767,7 +775,7 @@ func (b *bencher) wrkCell(ctx context.Context, path, mode string, conc int, star
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w\n%s", t.Name, err, b.tails())
 	}
-	return rep.Result(t.Name, conc), cpu, nil
+	return rep, cpu, nil
 }
 
 func (b *bencher) mockControl(ctx context.Context, method, path, body string) error {

@@ -130,8 +130,11 @@ func TestRunBenchWrk(t *testing.T) {
 		if c.Load == nil || c.Load.OK == 0 || c.Load.Failed() != 0 || c.Load.Window <= 0 || c.ProxyRSS <= 0 {
 			t.Errorf("%s cell %s %s: %+v", c.Driver, c.Path, c.Mode, c.Load)
 		}
-		if c.Driver == "wrk" && (c.Load.TTFB != nil || c.LoadCPU <= 0) {
-			t.Errorf("wrk cell %s: ttfb %v, wrk's CPU %v", c.Path, c.Load.TTFB, c.LoadCPU)
+		if c.Driver == "wrk" && (c.Load.TTFB != nil || c.LoadCPU <= 0 || c.Wrk == nil || c.Wrk.TextRPS <= 0 || len(c.Wrk.TextLatencyMS) == 0 || c.Wrk.OK != c.Load.OK) {
+			t.Errorf("wrk cell %s: ttfb %v, wrk's CPU %v, wrk's report %+v", c.Path, c.Load.TTFB, c.LoadCPU, c.Wrk)
+		}
+		if c.Driver == "go" && c.Wrk != nil {
+			t.Errorf("go cell %s has a wrk report", c.Path)
 		}
 	}
 	drivers := map[string]bool{}
