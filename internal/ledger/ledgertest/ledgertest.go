@@ -38,6 +38,8 @@ func Run(t *testing.T, open Open) {
 	t.Run("Repair", func(t *testing.T) { testRepair(t, open) })
 	t.Run("AdminKeys", func(t *testing.T) { testAdminKeys(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("AggregatesReplay", func(t *testing.T) { testAggregatesReplay(t, open) })
+	t.Run("PruneKeepsTotals", func(t *testing.T) { testPruneKeepsTotals(t, open) })
 }
 
 // testAdminKeys: one admin key is valid at a time; rotating revokes the

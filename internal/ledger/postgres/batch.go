@@ -24,8 +24,11 @@ const (
 	// sqlSettle inserts the request rows, skipping those already settled,
 	// and the attempt rows of exactly the requests it inserted (the
 	// RETURNING set): a settled request is skipped whole, attempts
-	// included. That set is also where per-scope aggregates would be
-	// counted from (see migrations).
+	// included. From that same set, with figures bounded as
+	// ledger.Request.Bounded says, it adds to the daily aggregates and the
+	// spend totals (migration 7): a replay is never counted twice. Each
+	// upsert takes its rows in key order, so that replicas' concurrent
+	// batches lock shared aggregate rows in one order (no deadlock).
 	sqlSettle = `WITH ins AS (
 	INSERT INTO requests
 	(request_id, org, team, key_id, public_model, exact_model, deployment,
@@ -37,16 +40,53 @@ const (
 	 $14::bigint[], $15::bigint[], $16::text[], $17::bigint[], $18::boolean[],
 	 $19::bigint[], $20::bigint[], $21::bigint[], $22::bigint[], $23::boolean[])
 	ON CONFLICT (request_id) DO NOTHING
-	RETURNING request_id
-)
-INSERT INTO attempts
+	RETURNING request_id, org, team, key_id, public_model, deployment, route_depth, attempts, status,
+	 input_tokens, output_tokens, cached_tokens, cost_micro_usd, reserved_micro_usd, started_at, finished_at
+), att AS (
+	INSERT INTO attempts
 	(request_id, seq, deployment, failure_class, http_status, input_tokens,
 	 output_tokens, cost_micro_usd, first_byte_ms, duration_ms, started_at)
-SELECT a.* FROM unnest($24::text[], $25::int[], $26::text[], $27::text[], $28::int[], $29::bigint[],
+	SELECT a.* FROM unnest($24::text[], $25::int[], $26::text[], $27::text[], $28::int[], $29::bigint[],
 	 $30::bigint[], $31::bigint[], $32::bigint[], $33::bigint[], $34::bigint[])
 	AS a (request_id, seq, deployment, failure_class, http_status, input_tokens,
 	 output_tokens, cost_micro_usd, first_byte_ms, duration_ms, started_at)
-WHERE a.request_id IN (SELECT request_id FROM ins)`
+	WHERE a.request_id IN (SELECT request_id FROM ins)
+), b AS (
+	SELECT started_at / 86400000000 AS day, finished_at / 86400000000 AS finished_day,
+	 org, team, key_id, public_model, deployment, status, route_depth, attempts,
+	 CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END AS input_tokens,
+	 CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END AS output_tokens,
+	 CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END AS cached_tokens,
+	 CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
+	  WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END AS cost
+	FROM ins
+), daily AS (
+	INSERT INTO usage_daily
+	(day, finished_day, org, team, key_id, public_model, deployment, requests, succeeded, failed,
+	 failed_over, attempts, input_tokens, output_tokens, cached_tokens, cost_micro_usd)
+	SELECT day, finished_day, org, team, key_id, public_model, deployment, COUNT(*),
+	 COUNT(*) FILTER (WHERE status = 'ok'), COUNT(*) FILTER (WHERE status IN ('failed', 'interrupted')),
+	 COUNT(*) FILTER (WHERE route_depth >= 0 AND (route_depth > 0 OR attempts > 1)),
+	 SUM(attempts), SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cost)
+	FROM b GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7
+	ON CONFLICT (day, finished_day, org, team, key_id, public_model, deployment) DO UPDATE SET
+	 requests = usage_daily.requests + EXCLUDED.requests, succeeded = usage_daily.succeeded + EXCLUDED.succeeded,
+	 failed = usage_daily.failed + EXCLUDED.failed, failed_over = usage_daily.failed_over + EXCLUDED.failed_over,
+	 attempts = usage_daily.attempts + EXCLUDED.attempts, input_tokens = usage_daily.input_tokens + EXCLUDED.input_tokens,
+	 output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens,
+	 cached_tokens = usage_daily.cached_tokens + EXCLUDED.cached_tokens,
+	 cost_micro_usd = usage_daily.cost_micro_usd + EXCLUDED.cost_micro_usd
+)
+INSERT INTO spend_totals (scope, id, total_micro_usd)
+SELECT s.scope, s.id, SUM(b.cost) FROM b
+CROSS JOIN LATERAL (VALUES ('org', b.org), ('team', b.team), ('key', b.key_id), ('model', b.public_model)) AS s (scope, id)
+WHERE s.id <> '' AND b.cost <> 0 GROUP BY 1, 2 ORDER BY 1, 2
+ON CONFLICT (scope, id) DO UPDATE SET total_micro_usd = spend_totals.total_micro_usd + EXCLUDED.total_micro_usd`
+
+	// sqlRepairPending lists settlements with a figure out of bounds for
+	// Repair (queued only when a batch has one).
+	sqlRepairPending = `INSERT INTO repair_pending (request_id) SELECT unnest($1::text[])
+	ON CONFLICT (request_id) DO NOTHING`
 
 	// sqlCloseReservations closes every open reservation whose request is
 	// settled, whichever batch brought either; it runs over the open
@@ -81,6 +121,15 @@ func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) error {
 	}
 	if len(b.Settlements) > 0 {
 		pb.Queue(sqlSettle, settlementArgs(b.Settlements)...)
+		var repair []string
+		for i := range b.Settlements {
+			if b.Settlements[i].NeedsRepair() {
+				repair = append(repair, b.Settlements[i].Request.RequestID)
+			}
+		}
+		if len(repair) > 0 {
+			pb.Queue(sqlRepairPending, repair)
+		}
 	}
 	pb.Queue(sqlCloseReservations, micros(s.now()), micros(time.Time{}))
 	br := s.pool.SendBatch(ctx, &pb)

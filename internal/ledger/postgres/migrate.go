@@ -20,18 +20,16 @@ import (
 // epoch, UTC. Counts and costs are BIGINT: a row an older gateway wrote
 // from a hostile provider may hold any int64 until Repair rewrites it.
 //
-// Room for per-scope aggregates (spend per org, team, key and model per
-// day, kept when raw rows are pruned): WriteBatch learns exactly which
-// settlements it inserted (RETURNING of the requests insert, see
-// sqlSettle), so a later migration can add an aggregate table and a
-// data-modifying CTE that upserts into it from those rows only, in the
-// same statement: a replayed settlement is then never counted twice.
+// Per-scope aggregates (migration 7) are counted from exactly the
+// settlements WriteBatch inserted (the RETURNING set of the requests
+// insert, see sqlSettle), in the same statement: a replayed settlement is
+// never counted twice.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6}
+	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrateLock is the advisory lock key every spillway holds while it
 // migrates (a transaction-scoped lock: nothing is left held if a
@@ -151,6 +149,63 @@ ALTER TABLE keys ADD COLUMN residency TEXT NOT NULL DEFAULT '';
 const migration6 = `
 ALTER TABLE keys ADD COLUMN priority TEXT NOT NULL DEFAULT '';
 ALTER TABLE requests ADD COLUMN exercise BOOLEAN NOT NULL DEFAULT false;
+`
+
+// migration7: the daily aggregates, spend totals, the requests Repair
+// must look at, and the pruning horizon, as SQLite's migration 7 (whose
+// comment says why); backfilled from the request rows, figures bounded as
+// Repair leaves them (the literals are ledger.MaxTokens and
+// ledger.MaxCostMicro).
+const migration7 = `
+CREATE TABLE usage_daily (
+	day             BIGINT NOT NULL,    -- started_at / 86400000000
+	finished_day    BIGINT NOT NULL,    -- finished_at / 86400000000
+	org             TEXT NOT NULL,
+	team            TEXT NOT NULL,
+	key_id          TEXT NOT NULL,
+	public_model    TEXT NOT NULL,
+	deployment      TEXT NOT NULL,
+	requests        BIGINT NOT NULL,
+	succeeded       BIGINT NOT NULL,
+	failed          BIGINT NOT NULL,
+	failed_over     BIGINT NOT NULL,
+	attempts        BIGINT NOT NULL,
+	input_tokens    BIGINT NOT NULL,
+	output_tokens   BIGINT NOT NULL,
+	cached_tokens   BIGINT NOT NULL,
+	cost_micro_usd  BIGINT NOT NULL,
+	PRIMARY KEY (day, finished_day, org, team, key_id, public_model, deployment)
+);
+CREATE INDEX usage_daily_finished ON usage_daily (finished_day);
+CREATE TABLE spend_totals (
+	scope           TEXT NOT NULL,
+	id              TEXT NOT NULL,
+	total_micro_usd BIGINT NOT NULL,
+	PRIMARY KEY (scope, id)
+);
+CREATE TABLE repair_pending (request_id TEXT PRIMARY KEY);
+CREATE TABLE ledger_meta (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
+INSERT INTO usage_daily
+SELECT started_at / 86400000000, finished_at / 86400000000, org, team, key_id, public_model, deployment,
+	COUNT(*), COUNT(*) FILTER (WHERE status = 'ok'), COUNT(*) FILTER (WHERE status IN ('failed', 'interrupted')),
+	COUNT(*) FILTER (WHERE route_depth >= 0 AND (route_depth > 0 OR attempts > 1)), SUM(attempts),
+	SUM(CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END),
+	SUM(CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END),
+	SUM(CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END),
+	SUM(CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
+		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END)
+FROM requests GROUP BY 1, 2, 3, 4, 5, 6, 7;
+INSERT INTO spend_totals
+SELECT s.scope, s.id, SUM(u.cost_micro_usd) FROM usage_daily AS u
+CROSS JOIN LATERAL (VALUES ('org', u.org), ('team', u.team), ('key', u.key_id), ('model', u.public_model)) AS s (scope, id)
+WHERE s.id <> '' GROUP BY s.scope, s.id HAVING SUM(u.cost_micro_usd) <> 0;
+INSERT INTO repair_pending
+SELECT request_id FROM requests WHERE input_tokens NOT BETWEEN 0 AND 100000000
+	OR output_tokens NOT BETWEEN 0 AND 100000000 OR cached_tokens NOT BETWEEN 0 AND 100000000
+	OR cost_micro_usd NOT BETWEEN 0 AND 10000000000000 OR reserved_micro_usd NOT BETWEEN 0 AND 10000000000000
+UNION
+SELECT request_id FROM attempts WHERE input_tokens NOT BETWEEN 0 AND 100000000
+	OR output_tokens NOT BETWEEN 0 AND 100000000 OR cost_micro_usd NOT BETWEEN 0 AND 10000000000000;
 `
 
 // migrate applies every migration past the database's version, each in its

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/spillway-gw/spillway/internal/ledger"
 )
 
@@ -15,19 +17,39 @@ import (
 // request's impossible cost becomes its reservation (what the caller
 // agreed to risk), or 0 when that is impossible too; impossible counts
 // become 0. A serving attempt's impossible cost follows its request's.
+//
+// It reads only the requests listed in repair_pending (WriteBatch lists
+// every settlement with a figure out of bounds, migration 7 listed the
+// older ones), so start-up never scans the ledger for them; the daily
+// aggregates counted those figures bounded already (ledger.Request.Bounded)
+// and do not change.
 func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	// Claim the listed requests (a batch committing meanwhile lists more
+	// for the next Repair; a rollback puts these back).
+	prows, err := tx.Query(ctx, `DELETE FROM repair_pending RETURNING request_id`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
+	}
+	pending, err := pgx.CollectRows(prows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
+	}
+	if len(pending) == 0 {
+		return nil, tx.Commit(ctx)
+	}
 	const out = ` NOT BETWEEN 0 AND `
 	tok := fmt.Sprint(ledger.MaxTokens)
 	cost := fmt.Sprint(ledger.MaxCostMicro)
 	rows, err := tx.Query(ctx, `SELECT request_id, input_tokens, output_tokens, cached_tokens,
 	cost_micro_usd, reserved_micro_usd FROM requests WHERE
+	request_id = ANY($1) AND (
 	input_tokens`+out+tok+` OR output_tokens`+out+tok+` OR cached_tokens`+out+tok+`
-	OR cost_micro_usd`+out+cost+` OR reserved_micro_usd`+out+cost+` ORDER BY request_id COLLATE "C"`)
+	OR cost_micro_usd`+out+cost+` OR reserved_micro_usd`+out+cost+`) ORDER BY request_id COLLATE "C"`, pending)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
 	}
@@ -80,8 +102,9 @@ func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 	arows, err := tx.Query(ctx, `SELECT a.request_id, a.seq, a.failure_class, a.input_tokens,
 	a.output_tokens, a.cost_micro_usd, r.cost_micro_usd FROM attempts a
 	JOIN requests r ON r.request_id = a.request_id WHERE
-	a.input_tokens`+out+tok+` OR a.output_tokens`+out+tok+` OR a.cost_micro_usd`+out+cost+`
-	ORDER BY a.request_id COLLATE "C", a.seq`)
+	a.request_id = ANY($1) AND (
+	a.input_tokens`+out+tok+` OR a.output_tokens`+out+tok+` OR a.cost_micro_usd`+out+cost+`)
+	ORDER BY a.request_id COLLATE "C", a.seq`, pending)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
 	}

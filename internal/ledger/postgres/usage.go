@@ -2,18 +2,23 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
 )
 
 const microsPerDay = int64(24 * time.Hour / time.Microsecond)
 
-// dimColumn maps each usage dimension to its SQL expression. Only these
-// fixed fragments ever reach the SQL text; every value is a parameter.
+// dimColumn maps each usage dimension to its column in the union of
+// usage_daily and request rows that buildUsage reads. Only these fixed
+// fragments ever reach the SQL text; every value is a parameter.
 func dimColumn(name string) string {
 	switch name {
 	case ledger.DimOrg:
@@ -27,63 +32,85 @@ func dimColumn(name string) string {
 	case ledger.DimDeployment:
 		return "deployment"
 	case ledger.DimDay:
-		return "(started_at / 86400000000)" // microsPerDay
+		return "day" // started_at / 86400000000 (ledger.DayNumber)
 	}
 	panic("ledger/postgres: unvalidated dimension") // Validate runs first
 }
 
-// The counting rules mirror ledger.Request's Succeeded, Failed and
-// FailedOver methods; the conformance suite holds them together. SUM of a
-// BIGINT is NUMERIC in PostgreSQL: cast back (a sum past int64 fails, as
-// SQLite's does; the Writer's bounds make that impossible).
-const usageAggregates = `COUNT(*),
-	COUNT(*) FILTER (WHERE status = 'ok'),
-	COUNT(*) FILTER (WHERE status IN ('failed', 'interrupted')),
-	COUNT(*) FILTER (WHERE route_depth >= 0 AND (route_depth > 0 OR attempts > 1)),
-	COALESCE(SUM(attempts), 0)::bigint,
-	COALESCE(SUM(input_tokens), 0)::bigint,
-	COALESCE(SUM(output_tokens), 0)::bigint,
-	COALESCE(SUM(cached_tokens), 0)::bigint,
-	COALESCE(SUM(cost_micro_usd), 0)::bigint`
+// Both branches of a usage query yield these columns: usage_daily's rows
+// as they are, request rows counted one each by the rules of
+// ledger.Request's Succeeded, Failed and FailedOver methods, figures
+// bounded as ledger.Request.Bounded says (the conformance suite holds
+// them together). SUM of a BIGINT is NUMERIC in PostgreSQL: cast back (a
+// sum past int64 fails, as SQLite's does).
+const (
+	usageDailyBranch = `SELECT day, org, team, key_id, public_model, deployment, requests, succeeded,
+	failed, failed_over, attempts, input_tokens, output_tokens, cached_tokens, cost_micro_usd
+	FROM usage_daily WHERE true`
+	usageRawBranch = `SELECT started_at / 86400000000 AS day, org, team, key_id, public_model, deployment,
+	1::bigint AS requests, (status = 'ok')::int::bigint AS succeeded,
+	(status IN ('failed', 'interrupted'))::int::bigint AS failed,
+	(route_depth >= 0 AND (route_depth > 0 OR attempts > 1))::int::bigint AS failed_over, attempts::bigint,
+	CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END AS input_tokens,
+	CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END AS output_tokens,
+	CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END AS cached_tokens,
+	CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
+		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END AS cost_micro_usd
+	FROM requests WHERE started_at >= `
+	usageAggregates = `COALESCE(SUM(requests), 0)::bigint, COALESCE(SUM(succeeded), 0)::bigint,
+	COALESCE(SUM(failed), 0)::bigint, COALESCE(SUM(failed_over), 0)::bigint, COALESCE(SUM(attempts), 0)::bigint,
+	COALESCE(SUM(input_tokens), 0)::bigint, COALESCE(SUM(output_tokens), 0)::bigint,
+	COALESCE(SUM(cached_tokens), 0)::bigint, COALESCE(SUM(cost_micro_usd), 0)::bigint`
+)
 
-// buildUsage turns q into parameterised SQL. The text depends only on which
-// names q uses (validated against the allowlist), never on a value.
-func buildUsage(q *ledger.UsageQuery) (string, []any, error) {
-	if err := q.Validate(); err != nil {
-		return "", nil, err
-	}
+// buildUsage turns q, planned as p, into parameterised SQL: whole days
+// from usage_daily, partial days from request rows. The text depends only
+// on which names q uses (validated against the allowlist) and on p's
+// shape, never on a value.
+func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 	var b strings.Builder
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	filters := func() {
+		for _, name := range ledger.Dimensions() { // fixed order: stable SQL text
+			v, ok := q.Filters[name]
+			if !ok || name == ledger.DimDay { // the day is in the plan's range
+				continue
+			}
+			b.WriteString(" AND " + dimColumn(name) + " = " + arg(v))
+		}
+	}
 	b.WriteString("SELECT ")
 	for _, g := range q.GroupBy {
 		b.WriteString(dimColumn(g))
 		b.WriteString(", ")
 	}
 	b.WriteString(usageAggregates)
-	b.WriteString("\nFROM requests WHERE true")
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if !q.From.IsZero() {
-		b.WriteString(" AND started_at >= " + arg(micros(q.From)))
-	}
-	if !q.To.IsZero() {
-		b.WriteString(" AND started_at < " + arg(micros(q.To)))
-	}
-	for _, name := range ledger.Dimensions() { // fixed order: stable SQL text
-		v, ok := q.Filters[name]
-		if !ok {
-			continue
+	b.WriteString("\nFROM (")
+	branches := 0
+	if p.Aggregates {
+		b.WriteString(usageDailyBranch)
+		if p.HasFromDay {
+			b.WriteString(" AND day >= " + arg(p.FromDay))
 		}
-		if name == ledger.DimDay {
-			d, _ := ledger.ParseDay(v) // validated above
-			b.WriteString(" AND started_at >= " + arg(micros(d)))
-			b.WriteString(" AND started_at < " + arg(micros(d.Add(24*time.Hour))))
-			continue
+		if p.HasToDay {
+			b.WriteString(" AND day < " + arg(p.ToDay))
 		}
-		b.WriteString(" AND " + dimColumn(name) + " = " + arg(v))
+		filters()
+		branches++
 	}
+	for _, r := range p.Raw {
+		if branches > 0 {
+			b.WriteString("\nUNION ALL\n")
+		}
+		b.WriteString(usageRawBranch + arg(r.Lo) + " AND started_at < " + arg(r.Hi))
+		filters()
+		branches++
+	}
+	b.WriteString(") AS u")
 	if len(q.GroupBy) > 0 {
 		b.WriteString("\nGROUP BY ")
 		for i := range q.GroupBy {
@@ -106,19 +133,36 @@ func buildUsage(q *ledger.UsageQuery) (string, []any, error) {
 			}
 		}
 	}
-	return b.String(), args, nil
+	return b.String(), args
 }
 
 // Usage reports settled requests over [From, To) of their start time,
 // grouped and filtered by the ledger's dimensions. Rows come ordered by the
 // group values (byte order); with no GroupBy there is exactly one (total)
-// row.
-func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) ([]ledger.UsageRow, error) {
-	text, args, err := buildUsage(&q)
+// row. Whole UTC days are read from the daily aggregates (never pruned),
+// the partial days at either end of the range from request rows; a
+// partial day the retention has pruned is refused with a
+// *ledger.PrunedError.
+func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.UsageRow, err error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	// One snapshot for the pruning horizon and the rows it guards.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	kept, err := rawKeptFrom(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
+	}
+	plan, err := ledger.PlanUsage(&q, kept)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, text, args...)
+	text, args := buildUsage(&q, &plan)
+	rows, err := tx.Query(ctx, text, args...)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
 	}
@@ -158,49 +202,34 @@ func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) ([]ledger.UsageR
 	return out, nil
 }
 
-// Spends sums settled cost per scope (org, team, key, and model = the public
-// model), in total and for requests that finished at or after dayStart.
+// Spends returns settled cost per scope (org, team, key, and model = the
+// public model): in total, from spend_totals, and for requests that
+// finished on or after dayStart's UTC day (dayStart is truncated to its
+// day), from that day's usage_daily rows; one statement, one snapshot.
 // Empty scope ids (no team) are left out, and so are scopes that never
-// spent. One scan of the requests table, grouped by the four scope columns
-// together and folded here.
+// spent. It reads a few rows per scope, however long the ledger's history:
+// start-up calls it.
 func (s *Store) Spends(ctx context.Context, dayStart time.Time) ([]ledger.Spend, error) {
-	rows, err := s.pool.Query(ctx, `SELECT org, team, key_id, public_model,
-	SUM(cost_micro_usd)::bigint,
-	COALESCE(SUM(cost_micro_usd) FILTER (WHERE finished_at >= $1), 0)::bigint
-	FROM requests WHERE cost_micro_usd <> 0
-	GROUP BY org, team, key_id, public_model`, micros(dayStart))
+	rows, err := s.pool.Query(ctx, `SELECT t.scope, t.id, t.total_micro_usd, COALESCE(d.today, 0)::bigint
+	FROM spend_totals AS t LEFT JOIN (
+		SELECT s.scope, s.id, SUM(u.cost_micro_usd) AS today FROM usage_daily AS u
+		CROSS JOIN LATERAL (VALUES ('org', u.org), ('team', u.team), ('key', u.key_id), ('model', u.public_model)) AS s (scope, id)
+		WHERE u.finished_day >= $1 AND u.cost_micro_usd <> 0 GROUP BY 1, 2
+	) AS d ON d.scope = t.scope AND d.id = t.id`, ledger.DayNumber(micros(dayStart.UTC().Truncate(24*time.Hour))))
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: spends: %w", err)
 	}
 	defer rows.Close()
-	type scope struct{ kind, id string }
-	sums := map[scope]*ledger.Spend{}
+	var out []ledger.Spend
 	for rows.Next() {
-		var ids [4]string
-		var total, today int64
-		if err := rows.Scan(&ids[0], &ids[1], &ids[2], &ids[3], &total, &today); err != nil {
+		var sp ledger.Spend
+		if err := rows.Scan(&sp.Scope, &sp.ID, &sp.TotalMicro, &sp.TodayMicro); err != nil {
 			return nil, fmt.Errorf("ledger/postgres: spends: %w", err)
 		}
-		for i, kind := range [4]string{ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel} {
-			if ids[i] == "" {
-				continue
-			}
-			k := scope{kind, ids[i]}
-			sp := sums[k]
-			if sp == nil {
-				sp = &ledger.Spend{Scope: kind, ID: ids[i]}
-				sums[k] = sp
-			}
-			sp.TotalMicro += total
-			sp.TodayMicro += today
-		}
+		out = append(out, sp)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger/postgres: spends: %w", err)
-	}
-	out := make([]ledger.Spend, 0, len(sums))
-	for _, sp := range sums {
-		out = append(out, *sp)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Scope != out[j].Scope {
@@ -209,4 +238,19 @@ func (s *Store) Spends(ctx context.Context, dayStart time.Time) ([]ledger.Spend,
 		return out[i].ID < out[j].ID
 	})
 	return out, nil
+}
+
+// metaRawKeptFrom names ledger_meta's row holding the first stored micro
+// whose raw rows are complete (absent: nothing pruned).
+const metaRawKeptFrom = "raw_kept_from"
+
+// rawKeptFrom reads the first stored micro whose raw rows are complete:
+// math.MinInt64 when nothing was ever pruned.
+func rawKeptFrom(ctx context.Context, tx pgx.Tx) (int64, error) {
+	var v int64
+	err := tx.QueryRow(ctx, `SELECT value FROM ledger_meta WHERE name = $1`, metaRawKeptFrom).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return math.MinInt64, nil
+	}
+	return v, err
 }

@@ -98,11 +98,14 @@ func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) (err error) {
 
 // settleAll writes settlements many rows per statement; when one of them
 // turns out to be settled already (a replay), it undoes that and writes
-// them one by one, skipping the settled ones whole.
+// them one by one, skipping the settled ones whole. Then it adds exactly
+// the settlements it inserted to the daily aggregates and spend totals.
 func (s *Store) settleAll(ctx context.Context, tx *sql.Tx, sets []ledger.Settlement) error {
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT settle`); err != nil {
 		return classify("savepoint", err)
 	}
+	agg := &s.agg
+	agg.Reset()
 	dup, err := s.settleMulti(ctx, tx, sets)
 	if err != nil {
 		return err
@@ -114,19 +117,28 @@ func (s *Store) settleAll(ctx context.Context, tx *sql.Tx, sets []ledger.Settlem
 		req := tx.StmtContext(ctx, s.insRequest)
 		att := tx.StmtContext(ctx, s.insAttempt)
 		for i := range sets {
-			if err := settle(ctx, req, att, &sets[i]); err != nil {
+			inserted, err := settle(ctx, req, att, &sets[i])
+			if err != nil {
 				return err
 			}
+			if inserted {
+				agg.Add(&sets[i])
+			}
+		}
+	} else {
+		for i := range sets {
+			agg.Add(&sets[i])
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `RELEASE settle`); err != nil {
 		return classify("savepoint", err)
 	}
-	return nil
+	return s.writeAggregates(ctx, tx, agg)
 }
 
-// settle writes one settlement, unless its request is settled already.
-func settle(ctx context.Context, req, att *sql.Stmt, st *ledger.Settlement) error {
+// settle writes one settlement, unless its request is settled already
+// (inserted false).
+func settle(ctx context.Context, req, att *sql.Stmt, st *ledger.Settlement) (inserted bool, err error) {
 	r := &st.Request
 	res, err := req.ExecContext(ctx, r.RequestID, r.Org, r.Team, r.KeyID, r.PublicModel,
 		r.ExactModel, r.Deployment, r.RouteDepth, r.Attempts, r.Status, r.FailureClass,
@@ -134,22 +146,22 @@ func settle(ctx context.Context, req, att *sql.Stmt, st *ledger.Settlement) erro
 		r.ReservedMicroUSD, r.Streamed, r.FirstTokenMS, r.LatencyMS,
 		micros(r.StartedAt), micros(r.FinishedAt), r.Exercise)
 	if err != nil {
-		return classify("request", err)
+		return false, classify("request", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return classify("request", err)
+		return false, classify("request", err)
 	} else if n == 0 {
-		return nil // already settled: never twice
+		return false, nil // already settled: never twice
 	}
 	for i := range st.Attempts {
 		a := &st.Attempts[i]
 		if _, err := att.ExecContext(ctx, r.RequestID, a.Seq, a.Deployment, a.FailureClass,
 			a.HTTPStatus, a.InputTokens, a.OutputTokens, a.CostMicroUSD, a.FirstByteMS,
 			a.DurationMS, micros(a.StartedAt)); err != nil {
-			return classify("attempt", err)
+			return false, classify("attempt", err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // RecoverOpen releases every reservation that is neither settled nor

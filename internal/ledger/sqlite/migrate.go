@@ -14,11 +14,11 @@ import (
 // content-free by contract (a test checks every column against an
 // allowlist). Times are INTEGER microseconds since the Unix epoch, UTC.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6}
+	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5, migration6})
+const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7})
 
 // migration1: the tables.
 const migration1 = `
@@ -143,6 +143,77 @@ ALTER TABLE keys ADD COLUMN residency TEXT NOT NULL DEFAULT '';
 const migration6 = `
 ALTER TABLE keys ADD COLUMN priority TEXT NOT NULL DEFAULT '';
 ALTER TABLE requests ADD COLUMN exercise INTEGER NOT NULL DEFAULT 0;
+`
+
+// migration7: what grows with traffic stays cheap to read. usage_daily
+// holds the usage counters per (day started, day finished, org, team, key,
+// public model, deployment), spend_totals every budget scope's spend
+// since the ledger began: WriteBatch keeps both in the settling
+// transaction (see ledger.Aggregates), usage over whole days and start-up
+// spend read them instead of the request rows, and pruning raw rows
+// (ledger.retention) never touches them. Figures are counted bounded as
+// Repair leaves them (ledger.Request.Bounded; the literals are
+// ledger.MaxTokens and ledger.MaxCostMicro when this was written), and
+// repair_pending lists the requests Repair must look at, so that start-up
+// never scans the ledger for them. ledger_meta holds raw_kept_from: the
+// first stored micro whose raw rows are complete (set by Prune).
+//
+// The backfill reads every request row once (see the migration's
+// benchmark for its time on 10 million rows).
+const migration7 = `
+CREATE TABLE usage_daily (
+	day             INTEGER NOT NULL,   -- started_at / 86400000000
+	finished_day    INTEGER NOT NULL,   -- finished_at / 86400000000
+	org             TEXT NOT NULL,
+	team            TEXT NOT NULL,
+	key_id          TEXT NOT NULL,
+	public_model    TEXT NOT NULL,
+	deployment      TEXT NOT NULL,
+	requests        INTEGER NOT NULL,
+	succeeded       INTEGER NOT NULL,
+	failed          INTEGER NOT NULL,
+	failed_over     INTEGER NOT NULL,
+	attempts        INTEGER NOT NULL,
+	input_tokens    INTEGER NOT NULL,
+	output_tokens   INTEGER NOT NULL,
+	cached_tokens   INTEGER NOT NULL,
+	cost_micro_usd  INTEGER NOT NULL,
+	PRIMARY KEY (day, finished_day, org, team, key_id, public_model, deployment)
+) WITHOUT ROWID;
+CREATE INDEX usage_daily_finished ON usage_daily (finished_day);
+CREATE TABLE spend_totals (
+	scope           TEXT NOT NULL,
+	id              TEXT NOT NULL,
+	total_micro_usd INTEGER NOT NULL,
+	PRIMARY KEY (scope, id)
+) WITHOUT ROWID;
+CREATE TABLE repair_pending (request_id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE ledger_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO usage_daily
+SELECT started_at / 86400000000, finished_at / 86400000000, org, team, key_id, public_model, deployment,
+	COUNT(*), SUM(status = 'ok'), SUM(status IN ('failed', 'interrupted')),
+	SUM(route_depth >= 0 AND (route_depth > 0 OR attempts > 1)), SUM(attempts),
+	SUM(CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END),
+	SUM(CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END),
+	SUM(CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END),
+	SUM(CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
+		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END)
+FROM requests GROUP BY 1, 2, 3, 4, 5, 6, 7;
+INSERT INTO spend_totals
+SELECT 'org', org, SUM(cost_micro_usd) FROM usage_daily WHERE org <> '' GROUP BY org HAVING SUM(cost_micro_usd) <> 0
+UNION ALL
+SELECT 'team', team, SUM(cost_micro_usd) FROM usage_daily WHERE team <> '' GROUP BY team HAVING SUM(cost_micro_usd) <> 0
+UNION ALL
+SELECT 'key', key_id, SUM(cost_micro_usd) FROM usage_daily WHERE key_id <> '' GROUP BY key_id HAVING SUM(cost_micro_usd) <> 0
+UNION ALL
+SELECT 'model', public_model, SUM(cost_micro_usd) FROM usage_daily WHERE public_model <> '' GROUP BY public_model HAVING SUM(cost_micro_usd) <> 0;
+INSERT INTO repair_pending
+SELECT request_id FROM requests WHERE input_tokens NOT BETWEEN 0 AND 100000000
+	OR output_tokens NOT BETWEEN 0 AND 100000000 OR cached_tokens NOT BETWEEN 0 AND 100000000
+	OR cost_micro_usd NOT BETWEEN 0 AND 10000000000000 OR reserved_micro_usd NOT BETWEEN 0 AND 10000000000000
+UNION
+SELECT request_id FROM attempts WHERE input_tokens NOT BETWEEN 0 AND 100000000
+	OR output_tokens NOT BETWEEN 0 AND 100000000 OR cost_micro_usd NOT BETWEEN 0 AND 10000000000000;
 `
 
 // migrate applies every migration past the database's version, each in its

@@ -15,6 +15,12 @@ import (
 // request's impossible cost becomes its reservation (what the caller
 // agreed to risk), or 0 when that is impossible too; impossible counts
 // become 0. A serving attempt's impossible cost follows its request's.
+//
+// It reads only the requests listed in repair_pending (WriteBatch lists
+// every settlement with a figure out of bounds, migration 7 listed the
+// older ones), so start-up never scans the ledger for them; the daily
+// aggregates counted those figures bounded already (ledger.Request.Bounded)
+// and do not change.
 func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -30,8 +36,9 @@ func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 	cost := fmt.Sprint(ledger.MaxCostMicro)
 	rows, err := tx.QueryContext(ctx, `SELECT request_id, input_tokens, output_tokens, cached_tokens,
 	cost_micro_usd, reserved_micro_usd FROM requests WHERE
+	request_id IN (SELECT request_id FROM repair_pending) AND (
 	input_tokens`+out+tok+` OR output_tokens`+out+tok+` OR cached_tokens`+out+tok+`
-	OR cost_micro_usd`+out+cost+` OR reserved_micro_usd`+out+cost+` ORDER BY request_id`)
+	OR cost_micro_usd`+out+cost+` OR reserved_micro_usd`+out+cost+`) ORDER BY request_id`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: repair: %w", err)
 	}
@@ -83,7 +90,8 @@ func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 	arows, err := tx.QueryContext(ctx, `SELECT a.request_id, a.seq, a.failure_class, a.input_tokens,
 	a.output_tokens, a.cost_micro_usd, r.cost_micro_usd FROM attempts a
 	JOIN requests r ON r.request_id = a.request_id WHERE
-	a.input_tokens`+out+tok+` OR a.output_tokens`+out+tok+` OR a.cost_micro_usd`+out+cost+`
+	a.request_id IN (SELECT request_id FROM repair_pending) AND (
+	a.input_tokens`+out+tok+` OR a.output_tokens`+out+tok+` OR a.cost_micro_usd`+out+cost+`)
 	ORDER BY a.request_id, a.seq`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: repair: %w", err)
@@ -131,6 +139,10 @@ func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 			return nil, fmt.Errorf("ledger/sqlite: repair %s/%d: %w", f.id, f.seq, err)
 		}
 		done = append(done, ledger.Repaired{RequestID: f.id, Seq: f.seq, What: strings.Join(what, ", ")})
+	}
+	// The transaction holds the write lock: no batch listed more meanwhile.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM repair_pending`); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: repair: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: repair: commit: %w", err)

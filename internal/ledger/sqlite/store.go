@@ -74,9 +74,14 @@ type Store struct {
 	multiRequests  rowStmts
 	multiAttempts  rowStmts
 
-	// Reused by settleMulti, inside a write transaction.
+	insDaily  *sql.Stmt
+	insSpend  *sql.Stmt
+	insRepair *sql.Stmt
+
+	// Reused by settleMulti and settleAll, inside a write transaction.
 	args    []any
 	attRows []attemptRow
+	agg     ledger.Aggregates
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -257,6 +262,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.insRequest, sqlInsertRequest},
 		{&s.insAttempt, sqlInsertAttempt},
 		{&s.closeRes, sqlCloseReservations},
+		{&s.insDaily, sqlAddDaily},
+		{&s.insSpend, sqlAddSpend},
+		{&s.insRepair, sqlAddRepair},
 	} {
 		st, err := s.w.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -286,7 +294,7 @@ func (s *Store) close() error {
 		s.cp.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 		errs = append(errs, s.cp.Close())
 	}
-	stmts := []*sql.Stmt{s.insReservation, s.insRequest, s.insAttempt, s.closeRes}
+	stmts := []*sql.Stmt{s.insReservation, s.insRequest, s.insAttempt, s.closeRes, s.insDaily, s.insSpend, s.insRepair}
 	stmts = append(append(stmts, s.multiRequests[:]...), s.multiAttempts[:]...)
 	for _, st := range stmts {
 		if st != nil {

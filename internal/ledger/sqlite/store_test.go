@@ -182,6 +182,12 @@ func TestSchemaIsContentFree(t *testing.T) {
 			"started_at", "finished_at", "exercise"},
 		"attempts": {"request_id", "seq", "deployment", "failure_class", "http_status", "input_tokens",
 			"output_tokens", "cost_micro_usd", "first_byte_ms", "duration_ms", "started_at"},
+		"usage_daily": {"day", "finished_day", "org", "team", "key_id", "public_model", "deployment", "requests",
+			"succeeded", "failed", "failed_over", "attempts", "input_tokens", "output_tokens", "cached_tokens",
+			"cost_micro_usd"},
+		"spend_totals":   {"scope", "id", "total_micro_usd"},
+		"repair_pending": {"request_id"},
+		"ledger_meta":    {"name", "value"},
 	}
 	var want []string
 	for tbl, cols := range allowed {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,8 +13,9 @@ import (
 
 const microsPerDay = int64(24 * time.Hour / time.Microsecond)
 
-// dimColumn maps each usage dimension to its SQL expression. Only these
-// fixed fragments ever reach the SQL text; every value is a parameter.
+// dimColumn maps each usage dimension to its column in the union of
+// usage_daily and request rows that buildUsage reads. Only these fixed
+// fragments ever reach the SQL text; every value is a parameter.
 func dimColumn(name string) string {
 	switch name {
 	case ledger.DimOrg:
@@ -27,62 +29,84 @@ func dimColumn(name string) string {
 	case ledger.DimDeployment:
 		return "deployment"
 	case ledger.DimDay:
-		return "(started_at / 86400000000)" // microsPerDay
+		return "day" // started_at / 86400000000 (ledger.DayNumber)
 	}
 	panic("ledger/sqlite: unvalidated dimension") // Validate runs first
 }
 
-// The counting rules mirror ledger.Request's Succeeded, Failed and
-// FailedOver methods; a shared conformance test holds them together.
-const usageAggregates = `COUNT(*),
-	COALESCE(SUM(status = 'ok'), 0),
-	COALESCE(SUM(status IN ('failed', 'interrupted')), 0),
-	COALESCE(SUM(route_depth >= 0 AND (route_depth > 0 OR attempts > 1)), 0),
-	COALESCE(SUM(attempts), 0),
-	COALESCE(SUM(input_tokens), 0),
-	COALESCE(SUM(output_tokens), 0),
-	COALESCE(SUM(cached_tokens), 0),
-	COALESCE(SUM(cost_micro_usd), 0)`
+// Both branches of a usage query yield these columns: usage_daily's rows
+// as they are, request rows counted one each, by the rules of
+// ledger.Request's Succeeded, Failed and FailedOver methods, with their
+// figures bounded as ledger.Request.Bounded says (a shared conformance
+// test holds them together).
+const (
+	usageDailyBranch = `SELECT day, org, team, key_id, public_model, deployment, requests, succeeded,
+	failed, failed_over, attempts, input_tokens, output_tokens, cached_tokens, cost_micro_usd
+	FROM usage_daily WHERE 1 = 1`
+	usageRawBranch = `SELECT started_at / 86400000000 AS day, org, team, key_id, public_model, deployment,
+	1 AS requests, status = 'ok' AS succeeded, status IN ('failed', 'interrupted') AS failed,
+	route_depth >= 0 AND (route_depth > 0 OR attempts > 1) AS failed_over, attempts,
+	CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END AS input_tokens,
+	CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END AS output_tokens,
+	CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END AS cached_tokens,
+	CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
+		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END AS cost_micro_usd
+	FROM requests WHERE started_at >= ? AND started_at < ?`
+	usageAggregates = `COALESCE(SUM(requests), 0), COALESCE(SUM(succeeded), 0), COALESCE(SUM(failed), 0),
+	COALESCE(SUM(failed_over), 0), COALESCE(SUM(attempts), 0), COALESCE(SUM(input_tokens), 0),
+	COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_micro_usd), 0)`
+)
 
-// buildUsage turns q into parameterised SQL. The text depends only on which
-// names q uses (validated against the allowlist), never on a value.
-func buildUsage(q *ledger.UsageQuery) (string, []any, error) {
-	if err := q.Validate(); err != nil {
-		return "", nil, err
-	}
+// buildUsage turns q, planned as p, into parameterised SQL: whole days
+// from usage_daily, partial days from request rows. The text depends only
+// on which names q uses (validated against the allowlist) and on p's
+// shape, never on a value.
+func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 	var b strings.Builder
+	var args []any
+	filters := func() {
+		for _, name := range ledger.Dimensions() { // fixed order: stable SQL text
+			v, ok := q.Filters[name]
+			if !ok || name == ledger.DimDay { // the day is in the plan's range
+				continue
+			}
+			b.WriteString(" AND ")
+			b.WriteString(dimColumn(name))
+			b.WriteString(" = ?")
+			args = append(args, v)
+		}
+	}
 	b.WriteString("SELECT ")
 	for _, g := range q.GroupBy {
 		b.WriteString(dimColumn(g))
 		b.WriteString(", ")
 	}
 	b.WriteString(usageAggregates)
-	b.WriteString("\nFROM requests WHERE 1 = 1")
-	var args []any
-	if !q.From.IsZero() {
-		b.WriteString(" AND started_at >= ?")
-		args = append(args, micros(q.From))
-	}
-	if !q.To.IsZero() {
-		b.WriteString(" AND started_at < ?")
-		args = append(args, micros(q.To))
-	}
-	for _, name := range ledger.Dimensions() { // fixed order: stable SQL text
-		v, ok := q.Filters[name]
-		if !ok {
-			continue
+	b.WriteString("\nFROM (")
+	branches := 0
+	if p.Aggregates {
+		b.WriteString(usageDailyBranch)
+		if p.HasFromDay {
+			b.WriteString(" AND day >= ?")
+			args = append(args, p.FromDay)
 		}
-		if name == ledger.DimDay {
-			d, _ := ledger.ParseDay(v) // validated above
-			b.WriteString(" AND started_at >= ? AND started_at < ?")
-			args = append(args, micros(d), micros(d.Add(24*time.Hour)))
-			continue
+		if p.HasToDay {
+			b.WriteString(" AND day < ?")
+			args = append(args, p.ToDay)
 		}
-		b.WriteString(" AND ")
-		b.WriteString(dimColumn(name))
-		b.WriteString(" = ?")
-		args = append(args, v)
+		filters()
+		branches++
 	}
+	for _, r := range p.Raw {
+		if branches > 0 {
+			b.WriteString("\nUNION ALL\n")
+		}
+		b.WriteString(usageRawBranch)
+		args = append(args, r.Lo, r.Hi)
+		filters()
+		branches++
+	}
+	b.WriteString(")")
 	if len(q.GroupBy) > 0 {
 		b.WriteString("\nGROUP BY ")
 		for i := range q.GroupBy {
@@ -99,20 +123,38 @@ func buildUsage(q *ledger.UsageQuery) (string, []any, error) {
 			fmt.Fprint(&b, i+1)
 		}
 	}
-	return b.String(), args, nil
+	return b.String(), args
 }
 
 // Usage reports settled requests over [From, To) of their start time,
 // grouped and filtered by the ledger's dimensions. Rows come ordered by the
 // group values; with no GroupBy there is exactly one (total) row.
 // Succeeded, Failed and FailedOver count as ledger.Request's methods of the
-// same names say.
-func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) ([]ledger.UsageRow, error) {
-	text, args, err := buildUsage(&q)
+// same names say. Whole UTC days are read from the daily aggregates
+// (however old: they are never pruned), the partial days at either end of
+// the range from request rows; a partial day the retention has pruned is
+// refused with a *ledger.PrunedError.
+func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.UsageRow, err error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	// One read transaction: the pruning horizon and the rows it guards
+	// are read from the same snapshot.
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: usage: %w", err)
+	}
+	defer tx.Rollback()
+	kept, err := rawKeptFrom(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: usage: %w", err)
+	}
+	plan, err := ledger.PlanUsage(&q, kept)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, text, args...)
+	text, args := buildUsage(&q, &plan)
+	rows, err := tx.QueryContext(ctx, text, args...)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: usage: %w", err)
 	}
@@ -152,40 +194,52 @@ func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) ([]ledger.UsageR
 	return out, nil
 }
 
-// Spends sums settled cost per scope (org, team, key, and model = the public
-// model), in total and for requests that finished at or after dayStart (the
-// day's spend counts when it was settled). Empty scope ids (no team) are
-// left out, and so are scopes that never spent. One scan of the requests
-// table, grouped by the four scope columns together and folded here.
-func (s *Store) Spends(ctx context.Context, dayStart time.Time) ([]ledger.Spend, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT org, team, key_id, public_model,
-	SUM(cost_micro_usd), COALESCE(SUM(CASE WHEN finished_at >= ? THEN cost_micro_usd END), 0)
-	FROM requests WHERE cost_micro_usd <> 0
-	GROUP BY org, team, key_id, public_model`, micros(dayStart))
+// Spends returns settled cost per scope (org, team, key, and model = the
+// public model): in total, from spend_totals, and for requests that
+// finished on or after dayStart's UTC day (dayStart is truncated to its
+// day), from that day's usage_daily rows. Empty scope ids (no team) are
+// left out, and so are scopes that never spent. It reads a few rows per
+// scope, however long the ledger's history: start-up calls it.
+func (s *Store) Spends(ctx context.Context, dayStart time.Time) (_ []ledger.Spend, err error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: spends: %w", err)
+	}
+	defer tx.Rollback()
+	type scope struct{ kind, id string }
+	sums := map[scope]*ledger.Spend{}
+	rows, err := tx.QueryContext(ctx, `SELECT scope, id, total_micro_usd FROM spend_totals`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: spends: %w", err)
+	}
+	for rows.Next() {
+		sp := &ledger.Spend{}
+		if err := rows.Scan(&sp.Scope, &sp.ID, &sp.TotalMicro); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("ledger/sqlite: spends: %w", err)
+		}
+		sums[scope{sp.Scope, sp.ID}] = sp
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("ledger/sqlite: spends: %w", err)
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT org, team, key_id, public_model, SUM(cost_micro_usd)
+	FROM usage_daily WHERE finished_day >= ? AND cost_micro_usd <> 0
+	GROUP BY org, team, key_id, public_model`, ledger.DayNumber(micros(dayStart.UTC().Truncate(24*time.Hour))))
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: spends: %w", err)
 	}
 	defer rows.Close()
-	type scope struct{ kind, id string }
-	sums := map[scope]*ledger.Spend{}
 	for rows.Next() {
 		var ids [4]string
-		var total, today int64
-		if err := rows.Scan(&ids[0], &ids[1], &ids[2], &ids[3], &total, &today); err != nil {
+		var today int64
+		if err := rows.Scan(&ids[0], &ids[1], &ids[2], &ids[3], &today); err != nil {
 			return nil, fmt.Errorf("ledger/sqlite: spends: %w", err)
 		}
 		for i, kind := range [4]string{ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel} {
-			if ids[i] == "" {
-				continue
+			if sp := sums[scope{kind, ids[i]}]; sp != nil {
+				sp.TodayMicro += today
 			}
-			k := scope{kind, ids[i]}
-			sp := sums[k]
-			if sp == nil {
-				sp = &ledger.Spend{Scope: kind, ID: ids[i]}
-				sums[k] = sp
-			}
-			sp.TotalMicro += total
-			sp.TodayMicro += today
 		}
 	}
 	if err := rows.Err(); err != nil {
