@@ -5,7 +5,7 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 )
 
 // usage is Anthropic's usage object. The has* flags matter in streams,
@@ -17,7 +17,7 @@ type usage struct {
 	hasInput, hasCacheWrite, hasCacheRead bool
 }
 
-func readUsage(d *wirejson.Decoder) usage {
+func readUsage(d *jsonread.Decoder) usage {
 	var u usage
 	d.Object(func(key []byte) {
 		switch string(key) {
@@ -74,7 +74,7 @@ func stopReason(s []byte) canonical.StopReason {
 }
 
 // readStopDetails returns stop_details.explanation.
-func readStopDetails(d *wirejson.Decoder) string {
+func readStopDetails(d *jsonread.Decoder) string {
 	var explanation string
 	d.Object(func(key []byte) {
 		if string(key) == "explanation" {
@@ -110,7 +110,7 @@ func blockKindOf(b []byte) blockKind {
 }
 
 // readErrorObject reads {"type","message"} into a.
-func readErrorObject(d *wirejson.Decoder, a *failure.Answer) {
+func readErrorObject(d *jsonread.Decoder, a *failure.Answer) {
 	d.Object(func(key []byte) {
 		switch string(key) {
 		case "type":
@@ -124,7 +124,7 @@ func readErrorObject(d *wirejson.Decoder, a *failure.Answer) {
 // parseError reads an error body {"type":"error","error":{...}} and reports
 // whether it had that shape.
 func parseError(body []byte, a *failure.Answer) bool {
-	var d wirejson.Decoder
+	var d jsonread.Decoder
 	d.Reset(body)
 	found := false
 	var tmp failure.Answer

@@ -6,8 +6,9 @@ import (
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // unsupported names the first canonical feature Messages cannot express,
@@ -37,7 +38,7 @@ func unsupported(req *canonical.Request) string {
 	}
 	for i := range req.Messages {
 		for _, tc := range req.Messages[i].ToolCalls {
-			if !wirejson.IsObjectArgs(tc.Arguments) {
+			if !jsonread.IsObjectArgs(tc.Arguments) {
 				return "tool call " + strconv.Quote(tc.ID) + " has arguments that are not a JSON object; Anthropic needs tool input as an object"
 			}
 		}
@@ -56,8 +57,8 @@ func encode(req *canonical.Request, t *provider.Target) ([]byte, error) {
 func encodeBody(req *canonical.Request, t *provider.Target, count bool) ([]byte, error) {
 	b := make([]byte, 0, 512+req.InputBytes()*9/8)
 	b = append(b, '{')
-	b = wirejson.Key(b, "model")
-	b = wirejson.AppendString(b, t.Model)
+	b = jsonwrite.Key(b, "model")
+	b = jsonwrite.AppendString(b, t.Model)
 	// max_tokens is required: the request's ceiling, else the deployment's
 	// output cap, else a default.
 	maxTokens := req.MaxTokens
@@ -68,14 +69,14 @@ func encodeBody(req *canonical.Request, t *provider.Target, count bool) ([]byte,
 		maxTokens = defaultMaxTokens
 	}
 	if !count {
-		b = wirejson.Key(b, "max_tokens")
+		b = jsonwrite.Key(b, "max_tokens")
 		b = strconv.AppendInt(b, int64(maxTokens), 10)
 	}
 	if req.System != "" {
-		b = wirejson.Key(b, "system")
-		b = wirejson.AppendString(b, req.System)
+		b = jsonwrite.Key(b, "system")
+		b = jsonwrite.AppendString(b, req.System)
 	}
-	b = wirejson.Key(b, "messages")
+	b = jsonwrite.Key(b, "messages")
 	var err error
 	if b, err = appendMessages(b, req.Messages); err != nil {
 		return nil, err
@@ -96,10 +97,10 @@ func encodeBody(req *canonical.Request, t *provider.Target, count bool) ([]byte,
 		return append(b, '}'), nil
 	}
 	if len(req.Stop) > 0 {
-		b = wirejson.Key(b, "stop_sequences")
+		b = jsonwrite.Key(b, "stop_sequences")
 		b = append(b, '[')
 		for _, s := range req.Stop {
-			b = wirejson.AppendString(wirejson.Sep(b), s)
+			b = jsonwrite.AppendString(jsonwrite.Sep(b), s)
 		}
 		b = append(b, ']')
 	}
@@ -110,7 +111,7 @@ func encodeBody(req *canonical.Request, t *provider.Target, count bool) ([]byte,
 		return nil, err
 	}
 	if req.TopK != nil {
-		b = wirejson.Key(b, "top_k")
+		b = jsonwrite.Key(b, "top_k")
 		b = strconv.AppendInt(b, int64(*req.TopK), 10)
 	}
 	// tool_choice means nothing without tools, and is refused then.
@@ -147,7 +148,7 @@ func appendMessages(b []byte, msgs []canonical.Message) ([]byte, error) {
 			if open != "" {
 				b = append(b, "]}"...)
 			}
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"role":"`...)
 			b = append(b, role...)
 			b = append(b, `","content":[`...)
@@ -160,11 +161,11 @@ func appendMessages(b []byte, msgs []canonical.Message) ([]byte, error) {
 		case canonical.RoleAssistant:
 			b = appendParts(b, m.Content)
 			for _, tc := range m.ToolCalls {
-				b = wirejson.Sep(b)
+				b = jsonwrite.Sep(b)
 				b = append(b, `{"type":"tool_use","id":`...)
-				b = wirejson.AppendString(b, tc.ID)
+				b = jsonwrite.AppendString(b, tc.ID)
 				b = append(b, `,"name":`...)
-				b = wirejson.AppendString(b, tc.Name)
+				b = jsonwrite.AppendString(b, tc.Name)
 				b = append(b, `,"input":`...)
 				if strings.TrimSpace(tc.Arguments) == "" {
 					b = append(b, "{}"...)
@@ -184,7 +185,7 @@ func appendMessages(b []byte, msgs []canonical.Message) ([]byte, error) {
 }
 
 func appendCompact(b []byte, raw string) ([]byte, error) {
-	b, ok := wirejson.AppendCompact(b, []byte(raw))
+	b, ok := jsonwrite.AppendCompact(b, []byte(raw))
 	if !ok {
 		return nil, errors.New("tool call arguments are not valid JSON")
 	}
@@ -200,24 +201,24 @@ func appendParts(b []byte, parts []canonical.Part) []byte {
 			if p.Text == "" {
 				continue
 			}
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"type":"text","text":`...)
-			b = wirejson.AppendString(b, p.Text)
+			b = jsonwrite.AppendString(b, p.Text)
 			b = append(b, '}')
 		case canonical.PartImage:
-			b = appendImage(wirejson.Sep(b), p)
+			b = appendImage(jsonwrite.Sep(b), p)
 		case canonical.PartThinking:
 			// Unchanged, as the API requires of reasoning sent back.
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"type":"thinking","thinking":`...)
-			b = wirejson.AppendString(b, p.Text)
+			b = jsonwrite.AppendString(b, p.Text)
 			b = append(b, `,"signature":`...)
-			b = wirejson.AppendString(b, p.Signature)
+			b = jsonwrite.AppendString(b, p.Signature)
 			b = append(b, '}')
 		case canonical.PartRedactedThinking:
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"type":"redacted_thinking","data":`...)
-			b = wirejson.AppendString(b, p.Data)
+			b = jsonwrite.AppendString(b, p.Data)
 			b = append(b, '}')
 		}
 	}
@@ -265,14 +266,14 @@ func appendOutputConfig(b []byte, req *canonical.Request) ([]byte, error) {
 		b = append(b, '"')
 	}
 	if hasFormat {
-		b = wirejson.Key(b, "format")
+		b = jsonwrite.Key(b, "format")
 		b = append(b, `{"type":"json_schema","schema":`...)
 		schema := f.Schema
 		if len(schema) == 0 || string(schema) == "null" {
 			schema = []byte(`{"type":"object"}`)
 		}
 		var ok bool
-		if b, ok = wirejson.AppendCompact(b, schema); !ok {
+		if b, ok = jsonwrite.AppendCompact(b, schema); !ok {
 			return nil, errors.New("response_format: the JSON schema is not valid JSON")
 		}
 		b = append(b, '}')
@@ -299,15 +300,15 @@ func appendImage(b []byte, p canonical.Part) []byte {
 		m, d, ok := parseDataURL(p.ImageURL)
 		if !ok {
 			b = append(b, `{"type":"image","source":{"type":"url","url":`...)
-			b = wirejson.AppendString(b, p.ImageURL)
+			b = jsonwrite.AppendString(b, p.ImageURL)
 			return append(b, "}}"...)
 		}
 		media, data = m, d
 	}
 	b = append(b, `{"type":"image","source":{"type":"base64","media_type":`...)
-	b = wirejson.AppendString(b, media)
+	b = jsonwrite.AppendString(b, media)
 	b = append(b, `,"data":`...)
-	b = wirejson.AppendString(b, data)
+	b = jsonwrite.AppendString(b, data)
 	return append(b, "}}"...)
 }
 
@@ -326,9 +327,9 @@ func parseDataURL(u string) (media, data string, ok bool) {
 }
 
 func appendToolResult(b []byte, m *canonical.Message) []byte {
-	b = wirejson.Sep(b)
+	b = jsonwrite.Sep(b)
 	b = append(b, `{"type":"tool_result","tool_use_id":`...)
-	b = wirejson.AppendString(b, m.ToolCallID)
+	b = jsonwrite.AppendString(b, m.ToolCallID)
 	hasImage := false
 	for _, p := range m.Content {
 		hasImage = hasImage || p.Type == canonical.PartImage
@@ -341,7 +342,7 @@ func appendToolResult(b []byte, m *canonical.Message) []byte {
 	default:
 		if text := m.Text(); text != "" {
 			b = append(b, `,"content":`...)
-			b = wirejson.AppendString(b, text)
+			b = jsonwrite.AppendString(b, text)
 		}
 	}
 	if m.IsError {
@@ -351,15 +352,15 @@ func appendToolResult(b []byte, m *canonical.Message) []byte {
 }
 
 func appendTools(b []byte, tools []canonical.Tool) ([]byte, error) {
-	b = wirejson.Key(b, "tools")
+	b = jsonwrite.Key(b, "tools")
 	b = append(b, '[')
 	for _, t := range tools {
-		b = wirejson.Sep(b)
+		b = jsonwrite.Sep(b)
 		b = append(b, `{"name":`...)
-		b = wirejson.AppendString(b, t.Name)
+		b = jsonwrite.AppendString(b, t.Name)
 		if t.Description != "" {
 			b = append(b, `,"description":`...)
-			b = wirejson.AppendString(b, t.Description)
+			b = jsonwrite.AppendString(b, t.Description)
 		}
 		b = append(b, `,"input_schema":`...)
 		if len(t.Parameters) == 0 {
@@ -367,7 +368,7 @@ func appendTools(b []byte, tools []canonical.Tool) ([]byte, error) {
 			b = append(b, `{"type":"object","properties":{}}`...)
 		} else {
 			var ok bool
-			if b, ok = wirejson.AppendCompact(b, t.Parameters); !ok {
+			if b, ok = jsonwrite.AppendCompact(b, t.Parameters); !ok {
 				return nil, errors.New("tool " + strconv.Quote(t.Name) + ": parameters are not valid JSON")
 			}
 		}
@@ -396,7 +397,7 @@ func appendToolChoice(b []byte, tc *canonical.ToolChoice, parallel *bool) []byte
 		b = append(b, `"any"`...)
 	case canonical.ToolChoiceTool:
 		b = append(b, `"tool","name":`...)
-		b = wirejson.AppendString(b, tc.Name)
+		b = jsonwrite.AppendString(b, tc.Name)
 	default:
 		b = append(b, `"auto"`...)
 	}
@@ -410,8 +411,8 @@ func appendFloat(b []byte, key string, f *float64) ([]byte, error) {
 	if f == nil {
 		return b, nil
 	}
-	if !wirejson.Finite(*f) {
+	if !jsonwrite.Finite(*f) {
 		return nil, errors.New(key + " is not a finite number")
 	}
-	return wirejson.AppendFloat(wirejson.Key(b, key), *f), nil
+	return jsonwrite.AppendFloat(jsonwrite.Key(b, key), *f), nil
 }

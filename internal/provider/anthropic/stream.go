@@ -5,8 +5,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // eventKind is a stream event's name, as far as the gateway cares.
@@ -77,7 +77,7 @@ type toolBlock struct{ block, ordinal int }
 
 // decoder turns Messages stream events into canonical events.
 type decoder struct {
-	dec wirejson.Decoder
+	dec jsonread.Decoder
 	ev  event
 	// input holds message_start's input counts, which message_delta's
 	// cumulative usage may leave out.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // usage is Converse's TokenUsage.
@@ -18,7 +18,7 @@ type usage struct {
 	hasTotal                                    bool
 }
 
-func readUsage(d *wirejson.Decoder) usage {
+func readUsage(d *jsonread.Decoder) usage {
 	var u usage
 	d.Object(func(key []byte) {
 		switch string(key) {
@@ -138,7 +138,7 @@ func errorType(s string) string {
 // error body; a body of another shape (an HTML page from a proxy) yields
 // nothing, and the answer classifies by status.
 func parseErrorBody(body []byte) (typ, msg string) {
-	var d wirejson.Decoder
+	var d jsonread.Decoder
 	d.Reset(body)
 	if d.Peek() != '{' {
 		return "", ""

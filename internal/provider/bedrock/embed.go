@@ -8,8 +8,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // Bedrock's embedding models take a body of their own through InvokeModel:
@@ -56,7 +56,7 @@ func (a *Adapter) embed(ctx context.Context, t *provider.Target, req *canonical.
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = wirejson.AppendString(b, s)
+			b = jsonwrite.AppendString(b, s)
 		}
 		b = append(b, `],"input_type":"search_document"}`...)
 		var out struct {
@@ -74,7 +74,7 @@ func (a *Adapter) embed(ctx context.Context, t *provider.Target, req *canonical.
 	tokens := 0
 	for _, s := range e.Texts {
 		b := []byte(`{"inputText":`)
-		b = wirejson.AppendString(b, s)
+		b = jsonwrite.AppendString(b, s)
 		if e.Dimensions > 0 {
 			b = append(b, `,"dimensions":`...)
 			b = strconv.AppendInt(b, int64(e.Dimensions), 10)

@@ -6,8 +6,9 @@ import (
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // unsupported names the first canonical feature Converse cannot express,
@@ -43,7 +44,7 @@ func unsupported(req *canonical.Request) string {
 			}
 		}
 		for _, tc := range m.ToolCalls {
-			if !wirejson.IsObjectArgs(tc.Arguments) {
+			if !jsonread.IsObjectArgs(tc.Arguments) {
 				return "tool call " + strconv.Quote(tc.ID) + " has arguments that are not a JSON object; Converse needs tool input as an object"
 			}
 		}
@@ -115,14 +116,14 @@ func parseDataURL(u string) (media, data string, ok bool) {
 func encode(req *canonical.Request, t *provider.Target) ([]byte, error) {
 	b := make([]byte, 0, 512+req.InputBytes()*9/8)
 	b = append(b, '{')
-	b = wirejson.Key(b, "messages")
+	b = jsonwrite.Key(b, "messages")
 	var err error
 	if b, err = appendMessages(b, req.Messages); err != nil {
 		return nil, err
 	}
 	if req.System != "" {
 		b = append(b, `,"system":[{"text":`...)
-		b = wirejson.AppendString(b, req.System)
+		b = jsonwrite.AppendString(b, req.System)
 		b = append(b, "}]"...)
 	}
 	if b, err = appendInferenceConfig(b, req, t); err != nil {
@@ -152,18 +153,18 @@ func appendOutputConfig(b []byte, f *canonical.ResponseFormat) ([]byte, error) {
 	if len(schema) == 0 || string(schema) == "null" {
 		schema = []byte(`{"type":"object"}`)
 	}
-	compact, ok := wirejson.AppendCompact(nil, schema)
+	compact, ok := jsonwrite.AppendCompact(nil, schema)
 	if !ok {
 		return nil, errors.New("response_format: the JSON schema is not valid JSON")
 	}
 	b = append(b, `,"outputConfig":{"textFormat":{"type":"json_schema","structure":{"jsonSchema":{"schema":`...)
-	b = wirejson.AppendString(b, string(compact))
+	b = jsonwrite.AppendString(b, string(compact))
 	name := f.Name
 	if name == "" {
 		name = "response"
 	}
 	b = append(b, `,"name":`...)
-	b = wirejson.AppendString(b, name)
+	b = jsonwrite.AppendString(b, name)
 	return append(b, "}}}}"...), nil
 }
 
@@ -181,7 +182,7 @@ func appendAdditionalFields(b []byte, req *canonical.Request) []byte {
 	}
 	b = append(b, `,"additionalModelRequestFields":{`...)
 	if r != nil {
-		b = wirejson.Key(b, "thinking")
+		b = jsonwrite.Key(b, "thinking")
 		switch r.Mode {
 		case canonical.ReasoningOff:
 			b = append(b, `{"type":"disabled"}`...)
@@ -194,14 +195,14 @@ func appendAdditionalFields(b []byte, req *canonical.Request) []byte {
 		}
 	}
 	if req.TopK != nil {
-		b = wirejson.Key(b, "top_k")
+		b = jsonwrite.Key(b, "top_k")
 		b = strconv.AppendInt(b, int64(*req.TopK), 10)
 	}
 	if len(req.Betas) > 0 {
-		b = wirejson.Key(b, "anthropic_beta")
+		b = jsonwrite.Key(b, "anthropic_beta")
 		b = append(b, '[')
 		for _, f := range req.Betas {
-			b = wirejson.AppendString(wirejson.Sep(b), f)
+			b = jsonwrite.AppendString(jsonwrite.Sep(b), f)
 		}
 		b = append(b, ']')
 	}
@@ -225,7 +226,7 @@ func appendMessages(b []byte, msgs []canonical.Message) ([]byte, error) {
 			if open != "" {
 				b = append(b, "]}"...)
 			}
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"role":"`...)
 			b = append(b, role...)
 			b = append(b, `","content":[`...)
@@ -237,17 +238,17 @@ func appendMessages(b []byte, msgs []canonical.Message) ([]byte, error) {
 		case canonical.RoleAssistant:
 			b = appendParts(b, m.Content)
 			for _, tc := range m.ToolCalls {
-				b = wirejson.Sep(b)
+				b = jsonwrite.Sep(b)
 				b = append(b, `{"toolUse":{"toolUseId":`...)
-				b = wirejson.AppendString(b, tc.ID)
+				b = jsonwrite.AppendString(b, tc.ID)
 				b = append(b, `,"name":`...)
-				b = wirejson.AppendString(b, tc.Name)
+				b = jsonwrite.AppendString(b, tc.Name)
 				b = append(b, `,"input":`...)
 				if strings.TrimSpace(tc.Arguments) == "" {
 					b = append(b, "{}"...)
 				} else {
 					var ok bool
-					if b, ok = wirejson.AppendCompact(b, []byte(tc.Arguments)); !ok {
+					if b, ok = jsonwrite.AppendCompact(b, []byte(tc.Arguments)); !ok {
 						return nil, errors.New("tool call arguments are not valid JSON")
 					}
 				}
@@ -272,23 +273,23 @@ func appendParts(b []byte, parts []canonical.Part) []byte {
 			if p.Text == "" {
 				continue
 			}
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"text":`...)
-			b = wirejson.AppendString(b, p.Text)
+			b = jsonwrite.AppendString(b, p.Text)
 			b = append(b, '}')
 		case canonical.PartImage:
-			b = appendImage(wirejson.Sep(b), p)
+			b = appendImage(jsonwrite.Sep(b), p)
 		case canonical.PartThinking:
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"reasoningContent":{"reasoningText":{"text":`...)
-			b = wirejson.AppendString(b, p.Text)
+			b = jsonwrite.AppendString(b, p.Text)
 			b = append(b, `,"signature":`...)
-			b = wirejson.AppendString(b, p.Signature)
+			b = jsonwrite.AppendString(b, p.Signature)
 			b = append(b, "}}}"...)
 		case canonical.PartRedactedThinking:
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"reasoningContent":{"redactedContent":`...)
-			b = wirejson.AppendString(b, p.Data)
+			b = jsonwrite.AppendString(b, p.Data)
 			b = append(b, "}}"...)
 		}
 	}
@@ -305,7 +306,7 @@ func appendImage(b []byte, p canonical.Part) []byte {
 	b = append(b, `{"image":{"format":"`...)
 	b = append(b, imageFormat(media)...)
 	b = append(b, `","source":{"bytes":`...)
-	b = wirejson.AppendString(b, data)
+	b = jsonwrite.AppendString(b, data)
 	return append(b, "}}}"...)
 }
 
@@ -314,9 +315,9 @@ func appendImage(b []byte, p canonical.Part) []byte {
 // which Converse rejects. status is sent only for errors: it is optional, and
 // only some models accept it.
 func appendToolResult(b []byte, m *canonical.Message) []byte {
-	b = wirejson.Sep(b)
+	b = jsonwrite.Sep(b)
 	b = append(b, `{"toolResult":{"toolUseId":`...)
-	b = wirejson.AppendString(b, m.ToolCallID)
+	b = jsonwrite.AppendString(b, m.ToolCallID)
 	b = append(b, `,"content":[`...)
 	hasImage := false
 	for _, p := range m.Content {
@@ -326,7 +327,7 @@ func appendToolResult(b []byte, m *canonical.Message) []byte {
 		b = appendParts(b, m.Content)
 	} else if text := m.Text(); text != "" {
 		b = append(b, `{"text":`...)
-		b = wirejson.AppendString(b, text)
+		b = jsonwrite.AppendString(b, text)
 		b = append(b, '}')
 	}
 	b = append(b, ']')
@@ -349,7 +350,7 @@ func appendInferenceConfig(b []byte, req *canonical.Request, t *provider.Target)
 	}
 	b = append(b, `,"inferenceConfig":{`...)
 	if maxTokens > 0 {
-		b = wirejson.Key(b, "maxTokens")
+		b = jsonwrite.Key(b, "maxTokens")
 		b = strconv.AppendInt(b, int64(maxTokens), 10)
 	}
 	var err error
@@ -360,10 +361,10 @@ func appendInferenceConfig(b []byte, req *canonical.Request, t *provider.Target)
 		return nil, err
 	}
 	if len(req.Stop) > 0 {
-		b = wirejson.Key(b, "stopSequences")
+		b = jsonwrite.Key(b, "stopSequences")
 		b = append(b, '[')
 		for _, s := range req.Stop {
-			b = wirejson.AppendString(wirejson.Sep(b), s)
+			b = jsonwrite.AppendString(jsonwrite.Sep(b), s)
 		}
 		b = append(b, ']')
 	}
@@ -373,12 +374,12 @@ func appendInferenceConfig(b []byte, req *canonical.Request, t *provider.Target)
 func appendToolConfig(b []byte, tools []canonical.Tool, choice *canonical.ToolChoice) ([]byte, error) {
 	b = append(b, `,"toolConfig":{"tools":[`...)
 	for _, t := range tools {
-		b = wirejson.Sep(b)
+		b = jsonwrite.Sep(b)
 		b = append(b, `{"toolSpec":{"name":`...)
-		b = wirejson.AppendString(b, t.Name)
+		b = jsonwrite.AppendString(b, t.Name)
 		if t.Description != "" {
 			b = append(b, `,"description":`...)
-			b = wirejson.AppendString(b, t.Description)
+			b = jsonwrite.AppendString(b, t.Description)
 		}
 		b = append(b, `,"inputSchema":{"json":`...)
 		if len(t.Parameters) == 0 {
@@ -386,7 +387,7 @@ func appendToolConfig(b []byte, tools []canonical.Tool, choice *canonical.ToolCh
 			b = append(b, `{"type":"object","properties":{}}`...)
 		} else {
 			var ok bool
-			if b, ok = wirejson.AppendCompact(b, t.Parameters); !ok {
+			if b, ok = jsonwrite.AppendCompact(b, t.Parameters); !ok {
 				return nil, errors.New("tool " + strconv.Quote(t.Name) + ": parameters are not valid JSON")
 			}
 		}
@@ -405,7 +406,7 @@ func appendToolConfig(b []byte, tools []canonical.Tool, choice *canonical.ToolCh
 			b = append(b, `,"toolChoice":{"any":{}}`...)
 		case canonical.ToolChoiceTool:
 			b = append(b, `,"toolChoice":{"tool":{"name":`...)
-			b = wirejson.AppendString(b, choice.Name)
+			b = jsonwrite.AppendString(b, choice.Name)
 			b = append(b, "}}"...)
 		}
 	}
@@ -416,8 +417,8 @@ func appendFloat(b []byte, key string, f *float64) ([]byte, error) {
 	if f == nil {
 		return b, nil
 	}
-	if !wirejson.Finite(*f) {
+	if !jsonwrite.Finite(*f) {
 		return nil, errors.New(key + " is not a finite number")
 	}
-	return wirejson.AppendFloat(wirejson.Key(b, key), *f), nil
+	return jsonwrite.AppendFloat(jsonwrite.Key(b, key), *f), nil
 }

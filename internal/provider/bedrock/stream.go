@@ -13,8 +13,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // Limits of one event-stream message, as the AWS decoders enforce them.
@@ -200,7 +200,7 @@ type toolBlock struct{ block, ordinal int }
 // per-stream state and is used by one goroutine at a time.
 type decoder struct {
 	requestID, model string
-	json             wirejson.Decoder
+	json             jsonread.Decoder
 	// tools maps toolUse blocks to ordinals 0, 1, ... (text blocks take
 	// block indexes too).
 	tools []toolBlock

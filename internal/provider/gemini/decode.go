@@ -6,7 +6,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 )
 
 // usage is usageMetadata. Every count is omitempty on the wire, so a
@@ -15,7 +16,7 @@ type usage struct {
 	prompt, cached, candidates, thoughts, toolPrompt int
 }
 
-func readUsage(d *wirejson.Decoder) usage {
+func readUsage(d *jsonread.Decoder) usage {
 	var u usage
 	d.Object(func(key []byte) {
 		switch string(key) {
@@ -124,7 +125,7 @@ type part struct {
 // summaries, which the stream carries as the answer's thinking block;
 // executable code, inline data and other kinds are not asked for and are
 // skipped.
-func readPart(d *wirejson.Decoder, p *part) {
+func readPart(d *jsonread.Decoder, p *part) {
 	*p = part{}
 	d.Object(func(key []byte) {
 		switch string(key) {
@@ -150,7 +151,7 @@ func readPart(d *wirejson.Decoder, p *part) {
 						d.Skip() // not an object: kept as {} below, never passed on raw
 						return
 					}
-					if compact, ok := wirejson.AppendCompact(nil, d.Raw()); ok {
+					if compact, ok := jsonwrite.AppendCompact(nil, d.Raw()); ok {
 						p.args = string(compact)
 					}
 				}
@@ -170,7 +171,7 @@ type candidate struct {
 }
 
 // readCandidate reads one Candidate into c, reusing c.parts.
-func readCandidate(d *wirejson.Decoder, c *candidate) {
+func readCandidate(d *jsonread.Decoder, c *candidate) {
 	c.parts = c.parts[:0]
 	c.finish, c.finishName = finishNone, ""
 	d.Object(func(key []byte) {
@@ -195,7 +196,7 @@ func readCandidate(d *wirejson.Decoder, c *candidate) {
 }
 
 // readFeedback reads promptFeedback's blockReason and blockReasonMessage.
-func readFeedback(d *wirejson.Decoder) (reason, message string) {
+func readFeedback(d *jsonread.Decoder) (reason, message string) {
 	d.Object(func(key []byte) {
 		switch string(key) {
 		case "blockReason":

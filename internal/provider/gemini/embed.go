@@ -9,8 +9,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // maxBatch is Gemini's limit of requests in one batchEmbedContents call.
@@ -47,9 +47,9 @@ func embedBatch(ctx context.Context, t *provider.Target, url, model string, text
 			b = append(b, ',')
 		}
 		b = append(b, `{"model":`...)
-		b = wirejson.AppendString(b, model)
+		b = jsonwrite.AppendString(b, model)
 		b = append(b, `,"content":{"parts":[{"text":`...)
-		b = wirejson.AppendString(b, s)
+		b = jsonwrite.AppendString(b, s)
 		b = append(b, `}]}`...)
 		if dims > 0 {
 			b = append(b, `,"outputDimensionality":`...)

@@ -7,8 +7,9 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/anthropicbeta"
 	"github.com/spillway-gw/spillway/internal/canonical"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // unsupported names the first canonical feature Gemini cannot express, ""
@@ -54,7 +55,7 @@ func unsupported(req *canonical.Request) string {
 			}
 		}
 		for _, tc := range m.ToolCalls {
-			if !wirejson.IsObjectArgs(tc.Arguments) {
+			if !jsonread.IsObjectArgs(tc.Arguments) {
 				return "tool call " + strconv.Quote(tc.ID) + " has arguments that are not a JSON object; Gemini needs function call args as an object"
 			}
 		}
@@ -126,7 +127,7 @@ func encode(req *canonical.Request, t *provider.Target) ([]byte, error) {
 	}
 	if req.System != "" {
 		b = append(b, `,"systemInstruction":{"parts":[{"text":`...)
-		b = wirejson.AppendString(b, req.System)
+		b = jsonwrite.AppendString(b, req.System)
 		b = append(b, "}]}"...)
 	}
 	// A tool choice means nothing without tools.
@@ -164,7 +165,7 @@ func appendContents(b []byte, msgs []canonical.Message, signCalls bool) ([]byte,
 			if open != "" {
 				b = append(b, "]}"...)
 			}
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"role":"`...)
 			b = append(b, role...)
 			b = append(b, `","parts":[`...)
@@ -176,15 +177,15 @@ func appendContents(b []byte, msgs []canonical.Message, signCalls bool) ([]byte,
 		case canonical.RoleAssistant:
 			b = appendParts(b, m.Content)
 			for _, tc := range m.ToolCalls {
-				b = wirejson.Sep(b)
+				b = jsonwrite.Sep(b)
 				b = append(b, `{"functionCall":{"name":`...)
-				b = wirejson.AppendString(b, tc.Name)
+				b = jsonwrite.AppendString(b, tc.Name)
 				b = append(b, `,"args":`...)
 				if strings.TrimSpace(tc.Arguments) == "" {
 					b = append(b, "{}"...)
 				} else {
 					var ok bool
-					if b, ok = wirejson.AppendCompact(b, []byte(tc.Arguments)); !ok {
+					if b, ok = jsonwrite.AppendCompact(b, []byte(tc.Arguments)); !ok {
 						return nil, errors.New("tool call arguments are not valid JSON")
 					}
 				}
@@ -225,28 +226,28 @@ func appendParts(b []byte, parts []canonical.Part) []byte {
 			if p.Text == "" {
 				continue
 			}
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"text":`...)
-			b = wirejson.AppendString(b, p.Text)
+			b = jsonwrite.AppendString(b, p.Text)
 			b = append(b, '}')
 		case canonical.PartImage:
 			media, data := p.MediaType, p.Data
 			if p.ImageURL != "" {
 				media, data, _ = parseDataURL(p.ImageURL) // unsupported() refused other URLs
 			}
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"inlineData":{"mimeType":`...)
-			b = wirejson.AppendString(b, media)
+			b = jsonwrite.AppendString(b, media)
 			b = append(b, `,"data":`...)
-			b = wirejson.AppendString(b, data)
+			b = jsonwrite.AppendString(b, data)
 			b = append(b, "}}"...)
 		case canonical.PartThinking:
 			// Gemini's own thought, with its signature, as it gave it.
-			b = wirejson.Sep(b)
+			b = jsonwrite.Sep(b)
 			b = append(b, `{"text":`...)
-			b = wirejson.AppendString(b, p.Text)
+			b = jsonwrite.AppendString(b, p.Text)
 			b = append(b, `,"thought":true,"thoughtSignature":`...)
-			b = wirejson.AppendString(b, p.Signature)
+			b = jsonwrite.AppendString(b, p.Signature)
 			b = append(b, '}')
 		}
 	}
@@ -272,33 +273,33 @@ func parseDataURL(u string) (media, data string, ok bool) {
 // reports a failure: the two keys go-genai documents for
 // FunctionResponse.response.
 func appendFunctionResponse(b []byte, m *canonical.Message, name string) []byte {
-	b = wirejson.Sep(b)
+	b = jsonwrite.Sep(b)
 	b = append(b, `{"functionResponse":{"name":`...)
-	b = wirejson.AppendString(b, name)
+	b = jsonwrite.AppendString(b, name)
 	if m.IsError {
 		b = append(b, `,"response":{"error":`...)
 	} else {
 		b = append(b, `,"response":{"output":`...)
 	}
-	b = wirejson.AppendString(b, m.Text())
+	b = jsonwrite.AppendString(b, m.Text())
 	return append(b, "}}}"...)
 }
 
 func appendTools(b []byte, tools []canonical.Tool) ([]byte, error) {
 	b = append(b, `,"tools":[{"functionDeclarations":[`...)
 	for _, t := range tools {
-		b = wirejson.Sep(b)
+		b = jsonwrite.Sep(b)
 		b = append(b, `{"name":`...)
-		b = wirejson.AppendString(b, t.Name)
+		b = jsonwrite.AppendString(b, t.Name)
 		if t.Description != "" {
 			b = append(b, `,"description":`...)
-			b = wirejson.AppendString(b, t.Description)
+			b = jsonwrite.AppendString(b, t.Description)
 		}
 		// A function without parameters takes none; the schema is optional.
 		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
 			b = append(b, `,"parametersJsonSchema":`...)
 			var ok bool
-			if b, ok = wirejson.AppendCompact(b, t.Parameters); !ok {
+			if b, ok = jsonwrite.AppendCompact(b, t.Parameters); !ok {
 				return nil, errors.New("tool " + strconv.Quote(t.Name) + ": parameters are not valid JSON")
 			}
 		}
@@ -321,7 +322,7 @@ func appendToolConfig(b []byte, tc *canonical.ToolChoice) []byte {
 		b = append(b, `"ANY"`...)
 	case canonical.ToolChoiceTool:
 		b = append(b, `"ANY","allowedFunctionNames":[`...)
-		b = wirejson.AppendString(b, tc.Name)
+		b = jsonwrite.AppendString(b, tc.Name)
 		b = append(b, ']')
 	default:
 		b = append(b, `"AUTO"`...)
@@ -341,7 +342,7 @@ func appendGenerationConfig(b []byte, req *canonical.Request, t *provider.Target
 		maxTokens = t.MaxOutputTokens
 	}
 	if maxTokens > 0 {
-		b = wirejson.Key(b, "maxOutputTokens")
+		b = jsonwrite.Key(b, "maxOutputTokens")
 		b = strconv.AppendInt(b, int64(maxTokens), 10)
 	}
 	var err error
@@ -352,24 +353,24 @@ func appendGenerationConfig(b []byte, req *canonical.Request, t *provider.Target
 		return nil, err
 	}
 	if req.TopK != nil {
-		b = wirejson.Key(b, "topK")
+		b = jsonwrite.Key(b, "topK")
 		b = strconv.AppendInt(b, int64(*req.TopK), 10)
 	}
 	if len(req.Stop) > 0 {
-		b = wirejson.Key(b, "stopSequences")
+		b = jsonwrite.Key(b, "stopSequences")
 		b = append(b, '[')
 		for _, s := range req.Stop {
-			b = wirejson.AppendString(wirejson.Sep(b), s)
+			b = jsonwrite.AppendString(jsonwrite.Sep(b), s)
 		}
 		b = append(b, ']')
 	}
 	if f := req.ResponseFormat; f != nil && (f.Type == canonical.FormatJSONObject || f.Type == canonical.FormatJSONSchema) {
-		b = wirejson.Key(b, "responseMimeType")
+		b = jsonwrite.Key(b, "responseMimeType")
 		b = append(b, `"application/json"`...)
 		if f.Type == canonical.FormatJSONSchema && len(f.Schema) > 0 && string(f.Schema) != "null" {
-			b = wirejson.Key(b, "responseJsonSchema")
+			b = jsonwrite.Key(b, "responseJsonSchema")
 			var ok bool
-			if b, ok = wirejson.AppendCompact(b, f.Schema); !ok {
+			if b, ok = jsonwrite.AppendCompact(b, f.Schema); !ok {
 				return nil, errors.New("response_format: the JSON schema is not valid JSON")
 			}
 		}
@@ -391,7 +392,7 @@ func appendThinkingConfig(b []byte, r *canonical.Reasoning) []byte {
 	if r.Mode == canonical.ReasoningDefault && r.Effort == "" {
 		return b
 	}
-	b = wirejson.Key(b, "thinkingConfig")
+	b = jsonwrite.Key(b, "thinkingConfig")
 	b = append(b, '{')
 	switch {
 	case r.Mode == canonical.ReasoningOff:
@@ -429,8 +430,8 @@ func appendFloat(b []byte, key string, f *float64) ([]byte, error) {
 	if f == nil {
 		return b, nil
 	}
-	if !wirejson.Finite(*f) {
+	if !jsonwrite.Finite(*f) {
 		return nil, errors.New(key + " is not a finite number")
 	}
-	return wirejson.AppendFloat(wirejson.Key(b, key), *f), nil
+	return jsonwrite.AppendFloat(jsonwrite.Key(b, key), *f), nil
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 )
 
 // Google RPC error bodies look like
@@ -44,7 +44,7 @@ func parseError(body []byte, a *failure.Answer) bool {
 // parseRPC reads {"error":{...}} (or [{"error":{...}}]).
 func parseRPC(body []byte) (rpcError, bool) {
 	var (
-		d     wirejson.Decoder
+		d     jsonread.Decoder
 		e     rpcError
 		found bool
 	)
@@ -94,7 +94,7 @@ func (e *rpcError) fill(a *failure.Answer) {
 }
 
 // readRPCError reads {"code","message","status","details"} into e.
-func readRPCError(d *wirejson.Decoder, e *rpcError) {
+func readRPCError(d *jsonread.Decoder, e *rpcError) {
 	d.Object(func(key []byte) {
 		switch string(key) {
 		case "code":
@@ -147,7 +147,7 @@ func detailTypeOf(b []byte) detailType {
 
 // readDetail reads one details[] entry. "@type" may come after the fields
 // it qualifies, so the candidates are kept until the object is read.
-func readDetail(d *wirejson.Decoder, e *rpcError) {
+func readDetail(d *jsonread.Decoder, e *rpcError) {
 	var (
 		typ          detailType
 		reason       string

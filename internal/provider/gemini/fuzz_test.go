@@ -12,7 +12,7 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 )
 
 // FuzzStream feeds arbitrary bytes as a stream body: the reader must never
@@ -77,7 +77,7 @@ func FuzzErrorBody(f *testing.F) {
 			}
 			return
 		}
-		if !wirejson.Valid(body) {
+		if !jsonread.Valid(body) {
 			t.Fatalf("accepted invalid JSON %q", body)
 		}
 		if a.RetryAfter < 0 || a.RetryAfter > maxRetryDelay {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // Gemini's alt=sse body is read the way go-genai reads it, not as general
@@ -224,7 +224,7 @@ type chunk struct {
 // decoder turns stream blocks into canonical events. It holds the
 // per-stream state and is used by one goroutine at a time.
 type decoder struct {
-	dec     wirejson.Decoder
+	dec     jsonread.Decoder
 	c       chunk
 	started bool
 	// signed: the thinking block's signature went out (the first wins:
@@ -335,7 +335,7 @@ func (s *decoder) decode(data []byte) error {
 	if d.Peek() != '{' {
 		d.Skip()
 		if d.Err() == nil {
-			return &wirejson.SyntaxError{Msg: "chunk is not an object"}
+			return &jsonread.SyntaxError{Msg: "chunk is not an object"}
 		}
 		return d.Err()
 	}

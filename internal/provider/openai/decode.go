@@ -2,12 +2,12 @@ package openai
 
 import (
 	"github.com/spillway-gw/spillway/internal/canonical"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 )
 
 // readUsage reads a usage object. prompt_tokens already includes cached
 // tokens, as canonical.Usage wants.
-func readUsage(d *wirejson.Decoder) canonical.Usage {
+func readUsage(d *jsonread.Decoder) canonical.Usage {
 	var u canonical.Usage
 	d.Object(func(key []byte) {
 		switch string(key) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 const embeddingsPath = "/v1/embeddings"
@@ -20,13 +20,13 @@ func embed(ctx context.Context, t *provider.Target, req *canonical.Request) (can
 	e := req.Embed
 	b := make([]byte, 0, 256+req.InputBytes()*9/8)
 	b = append(b, `{"model":`...)
-	b = wirejson.AppendString(b, t.Model)
+	b = jsonwrite.AppendString(b, t.Model)
 	b = append(b, `,"input":[`...)
 	for i, s := range e.Texts {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = wirejson.AppendString(b, s)
+		b = jsonwrite.AppendString(b, s)
 	}
 	for i, ids := range e.Tokens {
 		if i > 0 {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 )
 
 // defaultSchemaName fills json_schema.name, which OpenAI requires but
@@ -19,23 +19,23 @@ const defaultSchemaName = "response"
 func encode(req *canonical.Request, model string) ([]byte, error) {
 	b := make([]byte, 0, 512+req.InputBytes()*9/8)
 	b = append(b, '{')
-	b = wirejson.Key(b, "model")
-	b = wirejson.AppendString(b, model)
-	b = wirejson.Key(b, "messages")
+	b = jsonwrite.Key(b, "model")
+	b = jsonwrite.AppendString(b, model)
+	b = jsonwrite.Key(b, "messages")
 	b = append(b, '[')
 	if req.System != "" {
-		b = wirejson.Sep(b)
+		b = jsonwrite.Sep(b)
 		b = append(b, `{"role":"system","content":`...)
-		b = wirejson.AppendString(b, req.System)
+		b = jsonwrite.AppendString(b, req.System)
 		b = append(b, '}')
 	}
 	for i := range req.Messages {
-		b = wirejson.Sep(b)
+		b = jsonwrite.Sep(b)
 		b = appendMessage(b, &req.Messages[i])
 	}
 	b = append(b, ']')
 	if req.MaxTokens > 0 {
-		b = wirejson.Key(b, "max_completion_tokens")
+		b = jsonwrite.Key(b, "max_completion_tokens")
 		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
 	}
 	var err error
@@ -46,10 +46,10 @@ func encode(req *canonical.Request, model string) ([]byte, error) {
 		return nil, err
 	}
 	if len(req.Stop) > 0 {
-		b = wirejson.Key(b, "stop")
+		b = jsonwrite.Key(b, "stop")
 		b = append(b, '[')
 		for _, s := range req.Stop {
-			b = wirejson.AppendString(wirejson.Sep(b), s)
+			b = jsonwrite.AppendString(jsonwrite.Sep(b), s)
 		}
 		b = append(b, ']')
 	}
@@ -61,7 +61,7 @@ func encode(req *canonical.Request, model string) ([]byte, error) {
 		}
 		b = appendToolChoice(b, req.ToolChoice)
 		if p := req.ParallelToolCalls; p != nil {
-			b = wirejson.Key(b, "parallel_tool_calls")
+			b = jsonwrite.Key(b, "parallel_tool_calls")
 			b = strconv.AppendBool(b, *p)
 		}
 	}
@@ -86,32 +86,32 @@ func appendMessage(b []byte, m *canonical.Message) []byte {
 	case canonical.RoleTool:
 		// Tool messages take text only; content is required.
 		b = append(b, `{"role":"tool","content":`...)
-		b = wirejson.AppendString(b, m.Text())
+		b = jsonwrite.AppendString(b, m.Text())
 		b = append(b, `,"tool_call_id":`...)
-		b = wirejson.AppendString(b, m.ToolCallID)
+		b = jsonwrite.AppendString(b, m.ToolCallID)
 		return append(b, '}')
 	case canonical.RoleAssistant:
 		b = append(b, `{"role":"assistant"`...)
 		// content may be absent when the turn only calls tools.
 		if len(m.Content) > 0 || len(m.ToolCalls) == 0 {
-			b = wirejson.Key(b, "content")
+			b = jsonwrite.Key(b, "content")
 			b = appendContent(b, m.Content)
 		}
 		if len(m.ToolCalls) > 0 {
-			b = wirejson.Key(b, "tool_calls")
+			b = jsonwrite.Key(b, "tool_calls")
 			b = append(b, '[')
 			for _, tc := range m.ToolCalls {
 				args := tc.Arguments
 				if args == "" {
 					args = "{}"
 				}
-				b = wirejson.Sep(b)
+				b = jsonwrite.Sep(b)
 				b = append(b, `{"id":`...)
-				b = wirejson.AppendString(b, tc.ID)
+				b = jsonwrite.AppendString(b, tc.ID)
 				b = append(b, `,"type":"function","function":{"name":`...)
-				b = wirejson.AppendString(b, tc.Name)
+				b = jsonwrite.AppendString(b, tc.Name)
 				b = append(b, `,"arguments":`...)
-				b = wirejson.AppendString(b, args)
+				b = jsonwrite.AppendString(b, args)
 				b = append(b, "}}"...)
 			}
 			b = append(b, ']')
@@ -119,8 +119,8 @@ func appendMessage(b []byte, m *canonical.Message) []byte {
 		return append(b, '}')
 	}
 	b = append(b, `{"role":`...)
-	b = wirejson.AppendString(b, string(m.Role))
-	b = wirejson.Key(b, "content")
+	b = jsonwrite.AppendString(b, string(m.Role))
+	b = jsonwrite.Key(b, "content")
 	b = appendContent(b, m.Content)
 	return append(b, '}')
 }
@@ -132,42 +132,42 @@ func appendContent(b []byte, parts []canonical.Part) []byte {
 	case len(parts) == 0:
 		return append(b, `""`...)
 	case len(parts) == 1 && parts[0].Type == canonical.PartText:
-		return wirejson.AppendString(b, parts[0].Text)
+		return jsonwrite.AppendString(b, parts[0].Text)
 	}
 	b = append(b, '[')
 	for _, p := range parts {
-		b = wirejson.Sep(b)
+		b = jsonwrite.Sep(b)
 		if p.Type == canonical.PartImage {
 			b = append(b, `{"type":"image_url","image_url":{"url":`...)
 			if p.ImageURL != "" {
-				b = wirejson.AppendString(b, p.ImageURL)
+				b = jsonwrite.AppendString(b, p.ImageURL)
 			} else {
-				b = wirejson.AppendString(b, "data:"+p.MediaType+";base64,"+p.Data)
+				b = jsonwrite.AppendString(b, "data:"+p.MediaType+";base64,"+p.Data)
 			}
 			b = append(b, "}}"...)
 			continue
 		}
 		b = append(b, `{"type":"text","text":`...)
-		b = wirejson.AppendString(b, p.Text)
+		b = jsonwrite.AppendString(b, p.Text)
 		b = append(b, '}')
 	}
 	return append(b, ']')
 }
 
 func appendTools(b []byte, tools []canonical.Tool) ([]byte, error) {
-	b = wirejson.Key(b, "tools")
+	b = jsonwrite.Key(b, "tools")
 	b = append(b, '[')
 	for _, t := range tools {
-		b = wirejson.Sep(b)
+		b = jsonwrite.Sep(b)
 		b = append(b, `{"type":"function","function":{"name":`...)
-		b = wirejson.AppendString(b, t.Name)
+		b = jsonwrite.AppendString(b, t.Name)
 		if t.Description != "" {
-			b = wirejson.Key(b, "description")
-			b = wirejson.AppendString(b, t.Description)
+			b = jsonwrite.Key(b, "description")
+			b = jsonwrite.AppendString(b, t.Description)
 		}
 		if len(t.Parameters) > 0 {
 			var ok bool
-			if b, ok = wirejson.AppendCompact(wirejson.Key(b, "parameters"), t.Parameters); !ok {
+			if b, ok = jsonwrite.AppendCompact(jsonwrite.Key(b, "parameters"), t.Parameters); !ok {
 				return nil, errors.New("tool " + strconv.Quote(t.Name) + ": parameters are not valid JSON")
 			}
 		}
@@ -186,7 +186,7 @@ func appendToolChoice(b []byte, tc *canonical.ToolChoice) []byte {
 	switch tc.Mode {
 	case canonical.ToolChoiceTool:
 		b = append(b, `,"tool_choice":{"type":"function","function":{"name":`...)
-		b = wirejson.AppendString(b, tc.Name)
+		b = jsonwrite.AppendString(b, tc.Name)
 		return append(b, "}}"...)
 	case canonical.ToolChoiceRequired:
 		return append(b, `,"tool_choice":"required"`...)
@@ -213,10 +213,10 @@ func appendResponseFormat(b []byte, f *canonical.ResponseFormat) ([]byte, error)
 		name = defaultSchemaName
 	}
 	b = append(b, `,"response_format":{"type":"json_schema","json_schema":{"name":`...)
-	b = wirejson.AppendString(b, name)
+	b = jsonwrite.AppendString(b, name)
 	if len(f.Schema) > 0 {
 		var ok bool
-		if b, ok = wirejson.AppendCompact(wirejson.Key(b, "schema"), f.Schema); !ok {
+		if b, ok = jsonwrite.AppendCompact(jsonwrite.Key(b, "schema"), f.Schema); !ok {
 			return nil, errors.New("response format schema is not valid JSON")
 		}
 	}
@@ -230,10 +230,10 @@ func appendFloat(b []byte, key string, f *float64) ([]byte, error) {
 	if f == nil {
 		return b, nil
 	}
-	if !wirejson.Finite(*f) {
+	if !jsonwrite.Finite(*f) {
 		return nil, errors.New(key + " is not a finite number")
 	}
-	return wirejson.AppendFloat(wirejson.Key(b, key), *f), nil
+	return jsonwrite.AppendFloat(jsonwrite.Key(b, key), *f), nil
 }
 
 // reasoningEffort maps reasoning onto reasoning_effort: an effort as is, a

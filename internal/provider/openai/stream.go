@@ -6,8 +6,8 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/failure"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 	"github.com/spillway-gw/spillway/internal/provider"
-	"github.com/spillway-gw/spillway/internal/provider/wirejson"
 )
 
 // toolFrag is one tool_calls entry of a chunk's delta.
@@ -31,7 +31,7 @@ type chunkState struct {
 
 // decoder turns Chat Completions chunks into canonical events.
 type decoder struct {
-	dec     wirejson.Decoder
+	dec     jsonread.Decoder
 	cur     chunkState
 	choice0 chunkState // scratch for one choice before its index is known
 	id      string     // the provider's response id and model, from the
@@ -177,7 +177,7 @@ func (s *decoder) decodeChoice(c *chunkState) {
 	}
 }
 
-func readToolFrag(d *wirejson.Decoder) toolFrag {
+func readToolFrag(d *jsonread.Decoder) toolFrag {
 	var f toolFrag
 	d.Object(func(key []byte) {
 		switch string(key) {
