@@ -1,7 +1,6 @@
 package anthropicmsgs
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,7 +9,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/anthropicbeta"
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
-	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
+	"github.com/spillway-gw/spillway/internal/dialect/fields"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -47,15 +46,7 @@ func (*Dialect) Decode(body []byte, h http.Header) (*canonical.Request, *failure
 	if p != nil {
 		return nil, p
 	}
-	s := scanner{jsonscan.New(bytes.Clone(body))}
-	req, p := decodeRequest(&s, version)
-	if p != nil && !s.IsSyntax(p) {
-		// A parse-then-validate server reports broken JSON before any
-		// field error, wherever in the body the break is.
-		if sp := jsonscan.Validate(body); sp != nil {
-			return nil, sp
-		}
-	}
+	req, p := decodeBody(body, version, false)
 	if p != nil {
 		return nil, p
 	}
@@ -71,13 +62,7 @@ func (*Dialect) DecodeCount(body []byte, h http.Header) (*canonical.Request, *fa
 	if p != nil {
 		return nil, p
 	}
-	s := scanner{jsonscan.New(bytes.Clone(body))}
-	req, p := decodeRequestMode(&s, version, true)
-	if p != nil && !s.IsSyntax(p) {
-		if sp := jsonscan.Validate(body); sp != nil {
-			return nil, sp
-		}
-	}
+	req, p := decodeBody(body, version, true)
 	if p != nil {
 		return nil, p
 	}
@@ -146,60 +131,40 @@ type request struct {
 	hasModel, hasMaxTokens, hasMessages bool
 }
 
-func decodeRequest(s *scanner, version string) (*canonical.Request, *failure.Public) {
-	return decodeRequestMode(s, version, false)
-}
-
-func decodeRequestMode(s *scanner, version string, count bool) (*canonical.Request, *failure.Public) {
-	if s.Peek() != '{' {
-		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.Kind())
-	}
-	s.Open()
-	r := request{version: version, count: count}
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
-		if p := r.field(s, key); p != nil {
-			return nil, p
-		}
-	}
-	if p := s.End(); p != nil {
-		return nil, p
-	}
-	if p := r.check(); p != nil {
-		return nil, p
-	}
+// Canonical is the request in canonical form.
+func (r *request) Canonical() *canonical.Request {
 	r.IncludeUsage = r.Stream // an Anthropic stream always reports usage
-	return &r.Request, nil
+	return &r.Request
 }
 
-// field reads one top-level member. Duplicate keys: the last one wins, as
+// decodeBody reads a Messages request body (count: a count_tokens one).
+// Its strings and raw schemas share one private copy of body.
+func decodeBody(body []byte, version string, count bool) (*canonical.Request, *failure.Public) {
+	return fields.Decode(body, &words, &request{version: version, count: count})
+}
+
+// Member reads one top-level member. Duplicate keys: the last one wins, as
 // with encoding/json.
-func (r *request) field(s *scanner, key []byte) *failure.Public {
+func (r *request) Member(s *scanner, key []byte) *failure.Public {
 	var p *failure.Public
 	if r.count && countRefused[string(key)] {
-		return extra(field(string(key)))
+		return words.Unknown(words.Field(string(key)))
 	}
 	switch k := string(key); k {
 	case "model":
 		r.hasModel = true
-		if r.Model, p = s.getString(field(k)); p == nil && r.Model == "" {
-			p = bad(field(k), "String should have at least 1 character")
+		if r.Model, p = s.Str(words.Field(k)); p == nil && r.Model == "" {
+			p = words.Bad(words.Field(k), "String should have at least 1 character")
 		}
 	case "max_tokens":
 		r.hasMaxTokens = true
-		r.MaxTokens, p = s.getInt(field(k))
+		r.MaxTokens, p = s.Int(words.Field(k))
 		switch {
 		case p != nil:
 		case r.MaxTokens == 0:
-			p = bad(field(k), "max_tokens 0 only warms Anthropic's prompt cache, which this gateway does not do; send max_tokens >= 1")
+			p = words.Bad(words.Field(k), "max_tokens 0 only warms Anthropic's prompt cache, which this gateway does not do; send max_tokens >= 1")
 		case r.MaxTokens < 0:
-			p = bad(field(k), "Input should be greater than or equal to 1")
+			p = words.Bad(words.Field(k), "Input should be greater than or equal to 1")
 		}
 	case "messages":
 		r.hasMessages = true
@@ -210,34 +175,34 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 		r.Stop, p = decodeStop(s)
 	case "temperature":
 		if p = r.sampling(s, k); p == nil {
-			r.Temperature, p = s.getRange(field(k), 0, 1)
+			r.Temperature, p = s.Range(words.Field(k), 0, 1)
 		}
 	case "top_p":
 		if p = r.sampling(s, k); p == nil {
-			r.TopP, p = s.getRange(field(k), 0, 1)
+			r.TopP, p = s.Range(words.Field(k), 0, 1)
 		}
 	case "top_k":
 		if p = r.sampling(s, k); p == nil {
-			r.TopK, p = s.getTopK(field(k))
+			r.TopK, p = getTopK(s, words.Field(k))
 		}
 	case "thread":
 		// Message threads keep a conversation on Anthropic's servers; this
 		// gateway is stateless. The error code tells the SDKs' tool runners
 		// to resend the whole conversation without a thread.
-		if isNull, np := s.null(); isNull || np != nil {
+		if isNull, np := s.Null(); isNull || np != nil {
 			p = np
 			break
 		}
 		if p = s.Skip(); p == nil {
-			p = bad(field(k), "message threads are not supported by this gateway, which keeps no conversation; send the whole conversation in 'messages'")
+			p = words.Bad(words.Field(k), "message threads are not supported by this gateway, which keeps no conversation; send the whole conversation in 'messages'")
 			p.ErrorCode = "thread_unsupported_request"
 		}
 	case "stream":
-		if isNull, np := s.null(); isNull || np != nil {
+		if isNull, np := s.Null(); isNull || np != nil {
 			r.Stream, p = false, np
 			break
 		}
-		r.Stream, p = s.getBool(field(k))
+		r.Stream, p = s.Bool(words.Field(k))
 	case "tools":
 		r.Tools, p = decodeTools(s)
 	case "tool_choice":
@@ -247,9 +212,9 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 	case "metadata":
 		p = decodeMetadata(s)
 	case "service_tier":
-		p = s.enum(field(k), "'auto' or 'standard_only'", "auto", "standard_only")
+		p = enum(s, words.Field(k), "'auto' or 'standard_only'", "auto", "standard_only")
 	case "cache_control":
-		p = s.cacheControl(field(k))
+		p = cacheControl(s, words.Field(k))
 	case "speed":
 		p = decodeSpeed(s)
 	case "thinking":
@@ -260,15 +225,15 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 		r.effort, r.ResponseFormat, p = decodeOutputConfig(s)
 	case "output_format":
 		// The deprecated beta spelling of output_config.format.
-		r.ResponseFormat, p = decodeFormat(s, field(k))
+		r.ResponseFormat, p = decodeFormat(s, words.Field(k))
 	case "inference_geo":
-		p = s.rejectUnlessNull(field(k), "where a request runs is set by the gateway's routes")
+		p = s.RejectUnlessNull(words.Field(k), "where a request runs is set by the gateway's routes")
 	case "container", "mcp_servers", "context_management":
-		p = s.rejectUnlessNull(field(k), "it needs Anthropic's server-side tools")
+		p = s.RejectUnlessNull(words.Field(k), "it needs Anthropic's server-side tools")
 	case "diagnostics":
-		p = s.rejectUnlessNull(field(k), "Anthropic's cache diagnostics are not available through every provider")
+		p = s.RejectUnlessNull(words.Field(k), "Anthropic's cache diagnostics are not available through every provider")
 	default:
-		p = extra(field(k))
+		p = words.Unknown(words.Field(k))
 	}
 	return p
 }
@@ -282,21 +247,21 @@ func (r *request) sampling(s *scanner, k string) *failure.Public {
 	if p := s.Skip(); p != nil {
 		return p
 	}
-	return bad(field(k), "%s is not accepted with anthropic-version %s, which removed temperature, top_p and top_k; leave it out (the model samples with its defaults), or send anthropic-version %s", k, Version20261021, Version20230601)
+	return words.Bad(words.Field(k), "%s is not accepted with anthropic-version %s, which removed temperature, top_p and top_k; leave it out (the model samples with its defaults), or send anthropic-version %s", k, Version20261021, Version20230601)
 }
 
-// check applies the rules that span several fields.
-func (r *request) check() *failure.Public {
+// Check applies the rules that span several fields.
+func (r *request) Check() *failure.Public {
 	switch {
 	case !r.hasMaxTokens && !r.count:
-		return missing(field("max_tokens"))
+		return words.Missing(words.Field("max_tokens"))
 	case !r.hasMessages:
-		return missing(field("messages"))
+		return words.Missing(words.Field("messages"))
 	case !r.hasModel:
-		return missing(field("model"))
+		return words.Missing(words.Field("model"))
 	}
 	if th := r.Reasoning; th != nil && th.Mode == canonical.ReasoningBudget && r.hasMaxTokens && th.BudgetTokens >= r.MaxTokens {
-		return bad(field("max_tokens"), "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size")
+		return words.Bad(words.Field("max_tokens"), "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size")
 	}
 	if r.effort != "" {
 		if r.Reasoning == nil {
@@ -313,11 +278,11 @@ func (r *request) check() *failure.Public {
 	switch tc.Mode {
 	case canonical.ToolChoiceRequired, canonical.ToolChoiceTool:
 		if len(r.Tools) == 0 {
-			return bad(field("tool_choice"), "tool_choice of type '%s' may only be specified while providing tools", choiceType(tc.Mode))
+			return words.Bad(words.Field("tool_choice"), "tool_choice of type '%s' may only be specified while providing tools", choiceType(tc.Mode))
 		}
 	}
 	if tc.Mode == canonical.ToolChoiceTool && !dialect.Declared(r.Tools, tc.Name) {
-		return bad(field("tool_choice").f("name"), "no tool named '%s' is declared in 'tools'", tc.Name)
+		return words.Bad(words.Field("tool_choice").F("name"), "no tool named '%s' is declared in 'tools'", tc.Name)
 	}
 	return nil
 }
@@ -330,11 +295,11 @@ func choiceType(m canonical.ToolChoiceMode) string {
 }
 
 // enum reads an optional string that must be one of values.
-func (s *scanner) enum(p path, want string, values ...string) *failure.Public {
-	if isNull, e := s.null(); isNull || e != nil {
+func enum(s *scanner, p path, want string, values ...string) *failure.Public {
+	if isNull, e := s.Null(); isNull || e != nil {
 		return e
 	}
-	v, e := s.getRaw(p)
+	v, e := s.StrRaw(p)
 	if e != nil {
 		return e
 	}
@@ -343,15 +308,15 @@ func (s *scanner) enum(p path, want string, values ...string) *failure.Public {
 			return nil
 		}
 	}
-	return bad(p, "Input should be %s", want)
+	return words.Bad(p, "Input should be %s", want)
 }
 
 func decodeMetadata(s *scanner) *failure.Public {
-	l := field("metadata")
-	if isNull, p := s.null(); isNull || p != nil {
+	l := words.Field("metadata")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	if p := s.object(l); p != nil {
+	if p := s.Object(l); p != nil {
 		return p
 	}
 	for first := true; ; first = false {
@@ -360,15 +325,15 @@ func decodeMetadata(s *scanner) *failure.Public {
 			return p
 		}
 		if string(key) != "user_id" {
-			return extra(l.f(string(key)))
+			return words.Unknown(l.F(string(key)))
 		}
-		if isNull, p := s.null(); isNull || p != nil {
+		if isNull, p := s.Null(); isNull || p != nil {
 			if p != nil {
 				return p
 			}
 			continue
 		}
-		if _, p := s.getRaw(l.f("user_id")); p != nil {
+		if _, p := s.StrRaw(l.F("user_id")); p != nil {
 			return p
 		}
 	}
@@ -377,20 +342,20 @@ func decodeMetadata(s *scanner) *failure.Public {
 // decodeSpeed accepts "standard", the default; "fast" is a capacity tier
 // only some providers sell.
 func decodeSpeed(s *scanner) *failure.Public {
-	l := field("speed")
-	if isNull, p := s.null(); isNull || p != nil {
+	l := words.Field("speed")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	v, p := s.getRaw(l)
+	v, p := s.StrRaw(l)
 	switch {
 	case p != nil:
 		return p
 	case string(v) == "standard":
 		return nil
 	case string(v) == "fast":
-		return unsupported(l, "fast mode is not available through every provider")
+		return words.Unsupported(l, "fast mode is not available through every provider")
 	}
-	return bad(l, "Input should be 'standard' or 'fast'")
+	return words.Bad(l, "Input should be 'standard' or 'fast'")
 }
 
 // decodeThinking reads thinking: enabled (with budget_tokens, at least
@@ -398,11 +363,8 @@ func decodeSpeed(s *scanner) *failure.Public {
 // disabled; display summarized or omitted shows or hides the reasoning.
 // between_tools is refused: no rung but Anthropic's has it.
 func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
-	l := field("thinking")
-	if isNull, p := s.null(); isNull || p != nil {
-		return nil, p
-	}
-	if p := s.object(l); p != nil {
+	l := words.Field("thinking")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
 	var (
@@ -412,35 +374,28 @@ func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 		other     []byte
 		r         canonical.Reasoning
 	)
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.getRaw(l.f("type"))
+			typ, p = s.StrRaw(l.F("type"))
 		case "budget_tokens":
 			hasBudget = true
-			r.BudgetTokens, p = s.getInt(l.f("budget_tokens"))
+			r.BudgetTokens, p = s.Int(l.F("budget_tokens"))
 		case "display":
 			var v []byte
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
-			if v, p = s.getRaw(l.f("display")); p == nil {
+			if v, p = s.StrRaw(l.F("display")); p == nil {
 				switch string(v) {
 				case "summarized":
 					r.Show = true
 				case "omitted":
 					r.Hide = true
 				default:
-					p = bad(l.f("display"), "Input should be 'summarized' or 'omitted'")
+					p = words.Bad(l.F("display"), "Input should be 'summarized' or 'omitted'")
 				}
 			}
 		default:
@@ -449,12 +404,12 @@ func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 			}
 			p = s.Skip()
 		}
-		if p != nil {
-			return nil, p
-		}
+		return p
+	}); p != nil {
+		return nil, p
 	}
 	if !hasType {
-		return nil, missing(l.f("type"))
+		return nil, words.Missing(l.F("type"))
 	}
 	switch string(typ) {
 	case "disabled":
@@ -465,20 +420,20 @@ func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 		r.Mode = canonical.ReasoningBudget
 		switch {
 		case !hasBudget:
-			return nil, missing(l.f("budget_tokens"))
+			return nil, words.Missing(l.F("budget_tokens"))
 		case r.BudgetTokens < 1024:
-			return nil, bad(l.f("budget_tokens"), "Input should be greater than or equal to 1024")
+			return nil, words.Bad(l.F("budget_tokens"), "Input should be greater than or equal to 1024")
 		}
 	case "between_tools":
-		return nil, unsupported(l.f("type"), "thinking only between tool calls is not available through every provider of a model; use 'enabled' or 'adaptive'")
+		return nil, words.Unsupported(l.F("type"), "thinking only between tool calls is not available through every provider of a model; use 'enabled' or 'adaptive'")
 	default:
-		return nil, bad(l.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'", typ)
+		return nil, words.Bad(l.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'", typ)
 	}
 	if other != nil {
-		return nil, extra(l.f(string(other)))
+		return nil, words.Unknown(l.F(string(other)))
 	}
 	if hasBudget && r.Mode != canonical.ReasoningBudget {
-		return nil, extra(l.f("budget_tokens"))
+		return nil, words.Unknown(l.F("budget_tokens"))
 	}
 	return &r, nil
 }
@@ -486,11 +441,11 @@ func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 // decodeOutputConfig reads output_config: effort (low, medium, high,
 // xhigh, max) and format, a JSON schema the answer must follow.
 func decodeOutputConfig(s *scanner) (effort string, format *canonical.ResponseFormat, _ *failure.Public) {
-	l := field("output_config")
-	if isNull, p := s.null(); isNull || p != nil {
+	l := words.Field("output_config")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return "", nil, p
 	}
-	if p := s.object(l); p != nil {
+	if p := s.Object(l); p != nil {
 		return "", nil, p
 	}
 	for first := true; ; first = false {
@@ -503,24 +458,24 @@ func decodeOutputConfig(s *scanner) (effort string, format *canonical.ResponseFo
 		}
 		switch string(key) {
 		case "effort":
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
 			var v []byte
-			if v, p = s.getRaw(l.f("effort")); p == nil {
+			if v, p = s.StrRaw(l.F("effort")); p == nil {
 				switch effort = string(v); effort {
 				case "low", "medium", "high", "xhigh", "max":
 				default:
-					p = bad(l.f("effort"), "Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+					p = words.Bad(l.F("effort"), "Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
 				}
 			}
 		case "format":
-			format, p = decodeFormat(s, l.f("format"))
+			format, p = decodeFormat(s, l.F("format"))
 		case "task_budget":
-			p = s.rejectUnlessNull(l.f("task_budget"), "task budgets are not available through every provider of a model")
+			p = s.RejectUnlessNull(l.F("task_budget"), "task budgets are not available through every provider of a model")
 		default:
-			p = extra(l.f(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
 		if p != nil {
 			return "", nil, p
@@ -531,10 +486,7 @@ func decodeOutputConfig(s *scanner) (effort string, format *canonical.ResponseFo
 // decodeFormat reads a structured-output format: {"type":"json_schema",
 // "schema":{...}}.
 func decodeFormat(s *scanner, l path) (*canonical.ResponseFormat, *failure.Public) {
-	if isNull, p := s.null(); isNull || p != nil {
-		return nil, p
-	}
-	if p := s.object(l); p != nil {
+	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
 	var (
@@ -542,43 +494,36 @@ func decodeFormat(s *scanner, l path) (*canonical.ResponseFormat, *failure.Publi
 		schema    []byte
 		hasSchema bool
 	)
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
-			typ, p = s.getRaw(l.f("type"))
+			typ, p = s.StrRaw(l.F("type"))
 		case "schema":
 			hasSchema = true
-			schema, p = s.schema(l.f("schema"))
+			schema, p = readSchema(s, l.F("schema"))
 		default:
-			p = extra(l.f(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return nil, p
-		}
+		return p
+	}); p != nil {
+		return nil, p
 	}
 	switch {
 	case string(typ) != "json_schema":
-		return nil, bad(l.f("type"), "Input should be 'json_schema'")
+		return nil, words.Bad(l.F("type"), "Input should be 'json_schema'")
 	case !hasSchema:
-		return nil, missing(l.f("schema"))
+		return nil, words.Missing(l.F("schema"))
 	}
 	return &canonical.ResponseFormat{Type: canonical.FormatJSONSchema, Schema: schema, Strict: true}, nil
 }
 
 // decodeStop reads stop_sequences: an array of strings with content.
 func decodeStop(s *scanner) ([]string, *failure.Public) {
-	l := field("stop_sequences")
-	if isNull, p := s.null(); isNull || p != nil {
+	l := words.Field("stop_sequences")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
-	if p := s.array(l); p != nil {
+	if p := s.Array(l); p != nil {
 		return nil, p
 	}
 	var out []string
@@ -590,12 +535,12 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 		if !ok {
 			return out, nil
 		}
-		v, p := s.getString(l.at(i))
+		v, p := s.Str(l.At(i))
 		if p != nil {
 			return nil, p
 		}
 		if strings.TrimSpace(v) == "" {
-			return nil, bad(l.at(i), "each stop sequence must contain non-whitespace")
+			return nil, words.Bad(l.At(i), "each stop sequence must contain non-whitespace")
 		}
 		out = append(out, v)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 )
 
 // user wraps content blocks in one user message.
@@ -28,7 +28,7 @@ var decodeErrorCases = []struct {
 	{"bad literal", withField(`"stream":tru`), "", "not valid JSON"},
 	{"array body", `[1,2]`, "", "must be a JSON object, but got an array"},
 	{"type error before syntax error", `{"model":1,"messages":[}`, "", "not valid JSON"},
-	{"too deep", withField(`"metadata":{"user_id":` + strings.Repeat("[", jsonscan.MaxDepth+2) + strings.Repeat("]", jsonscan.MaxDepth+2) + `}`), "", "nesting too deep"},
+	{"too deep", withField(`"metadata":{"user_id":` + strings.Repeat("[", jsonread.MaxDepth+2) + strings.Repeat("]", jsonread.MaxDepth+2) + `}`), "", "nesting too deep"},
 
 	// Required fields.
 	{"model missing", `{"max_tokens":1,` + okMsgs + `}`, "model", "model: Field required"},

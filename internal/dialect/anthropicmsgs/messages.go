@@ -51,8 +51,8 @@ type call struct {
 }
 
 func decodeMessages(s *scanner) ([]canonical.Message, *failure.Public) {
-	l := field("messages")
-	if p := s.array(l); p != nil {
+	l := words.Field("messages")
+	if p := s.Array(l); p != nil {
 		return nil, p
 	}
 	t := &turns{out: make([]canonical.Message, 0, 8), emptyAt: -1}
@@ -70,7 +70,7 @@ func decodeMessages(s *scanner) ([]canonical.Message, *failure.Public) {
 		if t.emptyAt >= 0 {
 			return nil, nonEmpty(t.emptyAt)
 		}
-		isAssistant, p := t.message(s, l.at(n), n)
+		isAssistant, p := t.message(s, l.At(n), n)
 		if p != nil {
 			return nil, p
 		}
@@ -80,7 +80,7 @@ func decodeMessages(s *scanner) ([]canonical.Message, *failure.Public) {
 		}
 	}
 	if n == 0 {
-		return nil, bad(l, "at least one message is required")
+		return nil, words.Bad(l, "at least one message is required")
 	}
 	if p := t.endTurn(); p != nil {
 		return nil, p
@@ -96,17 +96,17 @@ func decodeMessages(s *scanner) ([]canonical.Message, *failure.Public) {
 			// provider's answer the same.
 			t.out = t.out[:last]
 			if len(t.out) == 0 {
-				return nil, bad(l, "at least one message with content is required")
+				return nil, words.Bad(l, "at least one message with content is required")
 			}
 		} else if k := len(m.Content) - 1; len(m.ToolCalls) == 0 && m.Content[k].Type == canonical.PartText && endsInSpace(m.Content[k].Text) {
-			return nil, bad(l, "final assistant content cannot end with trailing whitespace")
+			return nil, words.Bad(l, "final assistant content cannot end with trailing whitespace")
 		}
 	}
 	return t.out, nil
 }
 
 func nonEmpty(n int) *failure.Public {
-	return bad(field("messages").at(n), "all messages must have non-empty content except for the optional final assistant message")
+	return words.Bad(words.Field("messages").At(n), "all messages must have non-empty content except for the optional final assistant message")
 }
 
 func endsInSpace(s string) bool {
@@ -119,43 +119,33 @@ func endsInSpace(s string) bool {
 
 // message reads one element of messages[] at l (index n).
 func (t *turns) message(s *scanner, l path, n int) (isAssistant bool, _ *failure.Public) {
-	if p := s.object(l); p != nil {
-		return false, p
-	}
 	var (
 		role       []byte
 		hasRole    bool
 		hasContent bool
 	)
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return false, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "role":
 			hasRole = true
-			role, p = s.getRaw(l.f("role"))
+			role, p = s.StrRaw(l.F("role"))
 		case "content":
 			hasContent = true
-			p = t.readContent(s, l.f("content"))
+			p = t.readContent(s, l.F("content"))
 		default:
-			p = extra(l.f(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return false, p
-		}
+		return p
+	}); p != nil {
+		return false, p
 	}
 	switch {
 	case !hasRole:
-		return false, missing(l.f("role"))
+		return false, words.Missing(l.F("role"))
 	case string(role) != "user" && string(role) != "assistant":
-		return false, bad(l.f("role"), "Input should be 'user' or 'assistant'")
+		return false, words.Bad(l.F("role"), "Input should be 'user' or 'assistant'")
 	case !hasContent:
-		return false, missing(l.f("content"))
+		return false, words.Missing(l.F("content"))
 	}
 	r := "user"
 	if string(role) == "assistant" {
@@ -171,7 +161,7 @@ func (t *turns) message(s *scanner, l path, n int) (isAssistant bool, _ *failure
 		}
 		t.role, t.sawContent = r, false
 	}
-	return r == "assistant", t.apply(l.f("content"), n, r == "assistant")
+	return r == "assistant", t.apply(l.F("content"), n, r == "assistant")
 }
 
 // readContent reads a message's content without judging it: which blocks
@@ -181,11 +171,11 @@ func (t *turns) readContent(s *scanner, l path) *failure.Public {
 	case '"':
 		var p *failure.Public
 		t.isStr = true
-		t.str, p = s.Str()
+		t.str, p = s.Str(l)
 		return p
 	case '[':
 	default:
-		return s.typeErr(l, "a valid string or a valid list")
+		return s.TypeErr(l, "a valid string or a valid list")
 	}
 	s.Open()
 	t.isStr, t.blocks = false, t.blocks[:0]
@@ -195,7 +185,7 @@ func (t *turns) readContent(s *scanner, l path) *failure.Public {
 			return p
 		}
 		t.blocks = append(t.blocks, block{})
-		if p := t.blocks[j].decode(s, l.at(j), false); p != nil {
+		if p := t.blocks[j].decode(s, l.At(j), false); p != nil {
 			return p
 		}
 	}
@@ -228,7 +218,7 @@ func (t *turns) unanswered() *failure.Public {
 			}
 		}
 	}
-	return bad(field("messages").at(first), "`tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", strings.Join(ids, ", "))
+	return words.Bad(words.Field("messages").At(first), "`tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", strings.Join(ids, ", "))
 }
 
 // apply judges the content read for message n and appends its canonical
@@ -258,7 +248,7 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 		}
 		for j := range t.blocks {
 			b := &t.blocks[j]
-			if p := b.check(l.at(j), isAssistant); p != nil {
+			if p := b.check(l.At(j), isAssistant); p != nil {
 				return p
 			}
 			switch b.kind {
@@ -275,16 +265,16 @@ func (t *turns) apply(l path, n int, isAssistant bool) *failure.Public {
 				m.Content = append(m.Content, canonical.Part{Type: canonical.PartRedactedThinking, Data: data, Family: fam})
 			case kindToolUse:
 				if _, dup := t.ids.Add(b.id); dup {
-					return bad(l.at(j).f("id"), "`tool_use` ids must be unique: '%s' is used twice", b.id)
+					return words.Bad(l.At(j).F("id"), "`tool_use` ids must be unique: '%s' is used twice", b.id)
 				}
 				tc := canonical.ToolCall{ID: b.id, Name: b.name, Arguments: b.input}
 				m.ToolCalls = append(m.ToolCalls, tc)
 				t.calls = append(t.calls, call{ToolCall: tc, at: n})
 			case kindToolResult:
 				if t.sawContent || len(m.Content) > 0 {
-					return bad(l.at(j), "`tool_result` blocks must come first in a user turn, before any text or image")
+					return words.Bad(l.At(j), "`tool_result` blocks must come first in a user turn, before any text or image")
 				}
-				name, p := t.answer(b.id, l.at(j))
+				name, p := t.answer(b.id, l.At(j))
 				if p != nil {
 					return p
 				}
@@ -312,12 +302,12 @@ func (t *turns) answer(id string, l path) (string, *failure.Public) {
 	if k, ok := t.ids.Find(id); ok {
 		c := &t.calls[k]
 		if c.answered {
-			return "", bad(l.f("tool_use_id"), "`tool_use` id '%s' already has a `tool_result` block", id)
+			return "", words.Bad(l.F("tool_use_id"), "`tool_use` id '%s' already has a `tool_result` block", id)
 		}
 		c.answered = true
 		return c.Name, nil
 	}
-	return "", bad(l.f("tool_use_id"), "unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", id)
+	return "", words.Bad(l.F("tool_use_id"), "unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", id)
 }
 
 type blockKind uint8
@@ -390,7 +380,7 @@ type block struct {
 // own; it bounds recursion.
 func (b *block) decode(s *scanner, l path, nested bool) *failure.Public {
 	if s.Peek() != '{' {
-		return s.typeErr(l, "a valid dictionary")
+		return s.TypeErr(l, "a valid dictionary")
 	}
 	start := s.Mark()
 	p := b.readMembers(s, l, nested)
@@ -425,66 +415,66 @@ func (b *block) readMembers(s *scanner, l path, nested bool) *failure.Public {
 		switch string(key) {
 		case "type":
 			b.hasType = true
-			b.typ, p = s.getRaw(l.f("type"))
+			b.typ, p = s.StrRaw(l.F("type"))
 		case "text":
 			b.members |= mText
-			b.text, p = s.getString(l.f("text"))
+			b.text, p = s.Str(l.F("text"))
 		case "citations":
 			b.members |= mCitations
-			b.citations, p = s.nonEmptyList(l.f("citations"))
+			b.citations, p = nonEmptyList(s, l.F("citations"))
 		case "cache_control":
 			b.members |= mCacheControl
-			p = s.cacheControl(l.f("cache_control"))
+			p = cacheControl(s, l.F("cache_control"))
 		case "source":
 			b.members |= mSource
-			b.image, p = decodeSource(s, l.f("source"))
+			b.image, p = decodeSource(s, l.F("source"))
 		case "id":
 			b.members |= mID
-			b.id, p = s.getString(l.f("id"))
+			b.id, p = s.Str(l.F("id"))
 		case "name":
 			b.members |= mName
-			b.name, p = s.getString(l.f("name"))
+			b.name, p = s.Str(l.F("name"))
 		case "input":
 			b.members |= mInput
-			b.input, p = s.input(l.f("input"))
+			b.input, p = input(s, l.F("input"))
 		case "tool_use_id":
 			b.members |= mToolUseID
-			b.id, p = s.getString(l.f("tool_use_id"))
+			b.id, p = s.Str(l.F("tool_use_id"))
 		case "content":
 			b.members |= mContent
 			if nested {
 				p = s.Skip()
 				break
 			}
-			b.result, p = decodeResultContent(s, l.f("content"))
+			b.result, p = decodeResultContent(s, l.F("content"))
 		case "is_error":
 			b.members |= mIsError
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
-			b.isError, p = s.getBool(l.f("is_error"))
+			b.isError, p = s.Bool(l.F("is_error"))
 		case "thinking":
 			b.members |= mThinking
-			b.thinking, p = s.getString(l.f("thinking"))
+			b.thinking, p = s.Str(l.F("thinking"))
 		case "signature":
 			b.members |= mSignature
-			b.signature, p = s.getString(l.f("signature"))
+			b.signature, p = s.Str(l.F("signature"))
 		case "data":
 			b.members |= mData
-			b.data, p = s.getString(l.f("data"))
+			b.data, p = s.Str(l.F("data"))
 		case "caller":
 			// Who called a tool: {"type":"direct"} (the model itself) is what
 			// every tool_use the API returns carries, and SDKs echo it back;
 			// a code-execution caller belongs to Anthropic's server tools.
 			var direct bool
-			if direct, p = s.directCaller(l.f("caller")); p == nil && !direct && b.refused == nil {
+			if direct, p = directCaller(s, l.F("caller")); p == nil && !direct && b.refused == nil {
 				b.refused = key
 			}
 		case "toolset_name", "transformations":
 			// Members of supported blocks for features the gateway refuses
 			// unless they are null.
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
@@ -514,7 +504,7 @@ func (b *block) readType(s *scanner, l path) *failure.Public {
 		}
 		if string(key) == "type" {
 			b.hasType = true
-			if b.typ, p = s.getRaw(l.f("type")); p != nil {
+			if b.typ, p = s.StrRaw(l.F("type")); p != nil {
 				return p
 			}
 			continue
@@ -527,9 +517,9 @@ func (b *block) readType(s *scanner, l path) *failure.Public {
 
 // judgeType sets the block's kind, or refuses its type.
 func (b *block) judgeType(l path) *failure.Public {
-	tl := l.f("type")
+	tl := l.F("type")
 	if !b.hasType {
-		return missing(tl)
+		return words.Missing(tl)
 	}
 	switch string(b.typ) {
 	case "text":
@@ -545,14 +535,14 @@ func (b *block) judgeType(l path) *failure.Public {
 	case "redacted_thinking":
 		b.kind = kindRedacted
 	case "document", "search_result", "container_upload":
-		return unsupported(l, "'"+string(b.typ)+"' blocks are not available through every provider of a model")
+		return words.Unsupported(l, "'"+string(b.typ)+"' blocks are not available through every provider of a model")
 	case "tool_reference":
-		return unsupported(l, "tool search is not available through every provider of a model")
+		return words.Unsupported(l, "tool search is not available through every provider of a model")
 	case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
 		"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result":
-		return unsupported(l, "Anthropic's server-side tools are not available through every provider of a model")
+		return words.Unsupported(l, "Anthropic's server-side tools are not available through every provider of a model")
 	default:
-		return bad(tl, "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking'", b.typ)
+		return words.Bad(tl, "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking'", b.typ)
 	}
 	return nil
 }
@@ -561,77 +551,77 @@ func (b *block) judgeType(l path) *failure.Public {
 // and allows, and where it may appear.
 func (b *block) check(l path, isAssistant bool) *failure.Public {
 	if b.unknown != nil {
-		return extra(l.f(string(b.unknown)))
+		return words.Unknown(l.F(string(b.unknown)))
 	}
 	if b.refused != nil {
-		return unsupported(l.f(string(b.refused)), "the feature it belongs to is not available through every provider of a model")
+		return words.Unsupported(l.F(string(b.refused)), "the feature it belongs to is not available through every provider of a model")
 	}
 	if bad := b.members &^ allowedMembers[b.kind]; bad != 0 {
 		for k, name := range memberNames {
 			if bad&(1<<k) != 0 {
-				return extra(l.f(name))
+				return words.Unknown(l.F(name))
 			}
 		}
 	}
-	tl := l.f("type")
+	tl := l.F("type")
 	switch b.kind {
 	case kindText:
 		switch {
 		case b.members&mText == 0:
-			return missing(l.f("text"))
+			return words.Missing(l.F("text"))
 		case b.text == "":
-			return bad(l.f("text"), "text content blocks must be non-empty")
+			return words.Bad(l.F("text"), "text content blocks must be non-empty")
 		case b.citations && !isAssistant:
 			// In a user turn citations point into documents the caller
 			// supplies, which not every provider takes (2026-10-21 refuses
 			// them there outright). On an assistant turn they annotate text
 			// the model already wrote, echoed back: dropped.
-			return unsupported(l.f("citations"), "citations point into documents, which are not available through every provider")
+			return words.Unsupported(l.F("citations"), "citations point into documents, which are not available through every provider")
 		}
 	case kindImage:
 		switch {
 		case b.members&mSource == 0:
-			return missing(l.f("source"))
+			return words.Missing(l.F("source"))
 		case isAssistant:
-			return bad(tl, "image blocks are only allowed in user messages")
+			return words.Bad(tl, "image blocks are only allowed in user messages")
 		}
 	case kindToolUse:
 		switch {
 		case !isAssistant:
-			return bad(tl, "tool_use blocks are only allowed in assistant messages")
+			return words.Bad(tl, "tool_use blocks are only allowed in assistant messages")
 		case b.members&mID == 0:
-			return missing(l.f("id"))
+			return words.Missing(l.F("id"))
 		case b.id == "":
-			return bad(l.f("id"), "String should have at least 1 character")
+			return words.Bad(l.F("id"), "String should have at least 1 character")
 		case b.members&mName == 0:
-			return missing(l.f("name"))
+			return words.Missing(l.F("name"))
 		case b.name == "":
-			return bad(l.f("name"), "String should have at least 1 character")
+			return words.Bad(l.F("name"), "String should have at least 1 character")
 		case b.members&mInput == 0:
-			return missing(l.f("input"))
+			return words.Missing(l.F("input"))
 		}
 	case kindToolResult:
 		switch {
 		case isAssistant:
-			return bad(tl, "tool_result blocks are only allowed in user messages")
+			return words.Bad(tl, "tool_result blocks are only allowed in user messages")
 		case b.members&mToolUseID == 0:
-			return missing(l.f("tool_use_id"))
+			return words.Missing(l.F("tool_use_id"))
 		}
 	case kindThinking:
 		switch {
 		case !isAssistant:
-			return bad(tl, "thinking blocks are only allowed in assistant messages")
+			return words.Bad(tl, "thinking blocks are only allowed in assistant messages")
 		case b.members&mThinking == 0:
-			return missing(l.f("thinking"))
+			return words.Missing(l.F("thinking"))
 		case b.members&mSignature == 0:
-			return missing(l.f("signature"))
+			return words.Missing(l.F("signature"))
 		}
 	case kindRedacted:
 		switch {
 		case !isAssistant:
-			return bad(tl, "redacted_thinking blocks are only allowed in assistant messages")
+			return words.Bad(tl, "redacted_thinking blocks are only allowed in assistant messages")
 		case b.members&mData == 0:
-			return missing(l.f("data"))
+			return words.Missing(l.F("data"))
 		}
 	}
 	return nil
@@ -639,11 +629,11 @@ func (b *block) check(l path, isAssistant bool) *failure.Public {
 
 // nonEmptyList reads an optional array and reports whether it has an
 // element.
-func (s *scanner) nonEmptyList(l path) (bool, *failure.Public) {
-	if isNull, p := s.null(); isNull || p != nil {
+func nonEmptyList(s *scanner, l path) (bool, *failure.Public) {
+	if isNull, p := s.Null(); isNull || p != nil {
 		return false, p
 	}
-	if p := s.array(l); p != nil {
+	if p := s.Array(l); p != nil {
 		return false, p
 	}
 	n := 0
@@ -663,9 +653,9 @@ func (s *scanner) nonEmptyList(l path) (bool, *failure.Public) {
 
 // input reads a tool_use input object as compact JSON text, the form of
 // canonical tool-call arguments.
-func (s *scanner) input(l path) (string, *failure.Public) {
+func input(s *scanner, l path) (string, *failure.Public) {
 	if s.Peek() != '{' {
-		return "", s.typeErr(l, "a valid dictionary")
+		return "", s.TypeErr(l, "a valid dictionary")
 	}
 	raw, p := s.Raw()
 	if p != nil {
@@ -678,7 +668,7 @@ func (s *scanner) input(l path) (string, *failure.Public) {
 	buf.Grow(len(raw))
 	if err := json.Compact(&buf, raw); err != nil {
 		// The scanner accepted it, so encoding/json must too.
-		return "", bad(l, "Input should be a valid dictionary")
+		return "", words.Bad(l, "Input should be a valid dictionary")
 	}
 	return alias(buf.Bytes()), nil
 }
@@ -694,9 +684,6 @@ func alias(b []byte) string {
 // decodeSource reads an image source.
 func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
 	var none canonical.Part
-	if p := s.object(l); p != nil {
-		return none, p
-	}
 	var (
 		typ, media []byte
 		data, url  string
@@ -704,27 +691,20 @@ func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
 		unknown    []byte
 		has        [4]bool // media_type, data, url, file_id
 	)
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return none, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.getRaw(l.f("type"))
+			typ, p = s.StrRaw(l.F("type"))
 		case "media_type":
 			has[0] = true
-			media, p = s.getRaw(l.f("media_type"))
+			media, p = s.StrRaw(l.F("media_type"))
 		case "data":
 			has[1] = true
-			data, p = s.getString(l.f("data"))
+			data, p = s.Str(l.F("data"))
 		case "url":
 			has[2] = true
-			url, p = s.getString(l.f("url"))
+			url, p = s.Str(l.F("url"))
 		case "file_id":
 			has[3] = true
 			p = s.Skip()
@@ -734,25 +714,25 @@ func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
 			}
 			p = s.Skip()
 		}
-		if p != nil {
-			return none, p
-		}
+		return p
+	}); p != nil {
+		return none, p
 	}
 	// only checks that the source has no member of another source type.
 	only := func(allowed [4]bool) *failure.Public {
 		names := [...]string{"media_type", "data", "url", "file_id"}
 		for k := range names {
 			if has[k] && !allowed[k] {
-				return extra(l.f(names[k]))
+				return words.Unknown(l.F(names[k]))
 			}
 		}
 		if unknown != nil {
-			return extra(l.f(string(unknown)))
+			return words.Unknown(l.F(string(unknown)))
 		}
 		return nil
 	}
 	if !hasType {
-		return none, missing(l.f("type"))
+		return none, words.Missing(l.F("type"))
 	}
 	switch string(typ) {
 	case "base64":
@@ -761,17 +741,17 @@ func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
 		}
 		switch {
 		case !has[0]:
-			return none, missing(l.f("media_type"))
+			return none, words.Missing(l.F("media_type"))
 		case !has[1]:
-			return none, missing(l.f("data"))
+			return none, words.Missing(l.F("data"))
 		}
 		switch string(media) {
 		case "image/jpeg", "image/png", "image/gif", "image/webp":
 		default:
-			return none, bad(l.f("media_type"), "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'")
+			return none, words.Bad(l.F("media_type"), "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'")
 		}
 		if !dialect.IsBase64(data) {
-			return none, bad(l.f("data"), "Input should be valid base64 data")
+			return none, words.Bad(l.F("data"), "Input should be valid base64 data")
 		}
 		return canonical.Part{Type: canonical.PartImage, MediaType: alias(media), Data: data}, nil
 	case "url":
@@ -779,16 +759,16 @@ func decodeSource(s *scanner, l path) (canonical.Part, *failure.Public) {
 			return none, p
 		}
 		if !has[2] {
-			return none, missing(l.f("url"))
+			return none, words.Missing(l.F("url"))
 		}
 		if (!dialect.HasPrefixFold(url, "https://") && !dialect.HasPrefixFold(url, "http://")) || len(url) <= len("https://") && strings.HasSuffix(url, "//") {
-			return none, bad(l.f("url"), "Input should be an http(s) URL")
+			return none, words.Bad(l.F("url"), "Input should be an http(s) URL")
 		}
 		return canonical.Part{Type: canonical.PartImage, ImageURL: url}, nil
 	case "file":
-		return none, unsupported(l, "images uploaded with Anthropic's Files API are not available through every provider; send them inline or by URL")
+		return none, words.Unsupported(l, "images uploaded with Anthropic's Files API are not available through every provider; send them inline or by URL")
 	}
-	return none, bad(l.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'", typ)
+	return none, words.Bad(l.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'", typ)
 }
 
 // decodeResultContent reads a tool_result's content: a string or text
@@ -799,14 +779,14 @@ func decodeResultContent(s *scanner, l path) ([]canonical.Part, *failure.Public)
 	case 'n':
 		return nil, s.Literal("null")
 	case '"':
-		text, p := s.Str()
+		text, p := s.Str(l)
 		if p != nil || text == "" {
 			return nil, p
 		}
 		return []canonical.Part{canonical.TextPart(text)}, nil
 	case '[':
 	default:
-		return nil, s.typeErr(l, "a valid string or a valid list")
+		return nil, s.TypeErr(l, "a valid string or a valid list")
 	}
 	s.Open()
 	var parts []canonical.Part
@@ -818,16 +798,16 @@ func decodeResultContent(s *scanner, l path) ([]canonical.Part, *failure.Public)
 		if !ok {
 			return parts, nil
 		}
-		bl := l.at(j)
+		bl := l.At(j)
 		var b block
 		if p := b.decode(s, bl, true); p != nil {
 			return nil, p
 		}
 		switch b.kind {
 		case kindImage:
-			return nil, unsupported(bl, "images in tool results are not accepted by every provider")
+			return nil, words.Unsupported(bl, "images in tool results are not accepted by every provider")
 		case kindToolUse, kindToolResult:
-			return nil, bad(bl.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document', 'tool_reference'", b.typ)
+			return nil, words.Bad(bl.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document', 'tool_reference'", b.typ)
 		}
 		if p := b.check(bl, false); p != nil {
 			return nil, p

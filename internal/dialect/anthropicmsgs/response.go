@@ -7,9 +7,9 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
-	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 )
 
 // stopReason maps a canonical stop reason to Anthropic's stop_reason. A
@@ -44,9 +44,9 @@ const rawArgumentsKey = "_spillway_raw_arguments"
 // stop reason is then "refusal", as Anthropic reports its own refusals.
 func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request, resp *canonical.Response) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = jsonw.AppendString(dst, m.ID)
+	dst = jsonwrite.AppendString(dst, m.ID)
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
-	dst = jsonw.AppendString(dst, m.Model)
+	dst = jsonwrite.AppendString(dst, m.Model)
 	dst = append(dst, `,"content":[`...)
 	n := 0
 	for _, p := range resp.Thinking {
@@ -56,14 +56,14 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 		n++
 		if p.Type == canonical.PartRedactedThinking {
 			dst = append(dst, `{"type":"redacted_thinking","data":`...)
-			dst = jsonw.AppendString(dst, dialect.EncodeSignature(p.Data, p.Family))
+			dst = jsonwrite.AppendString(dst, dialect.EncodeSignature(p.Data, p.Family))
 			dst = append(dst, '}')
 			continue
 		}
 		dst = append(dst, `{"type":"thinking","thinking":`...)
-		dst = jsonw.AppendString(dst, p.Text)
+		dst = jsonwrite.AppendString(dst, p.Text)
 		dst = append(dst, `,"signature":`...)
-		dst = jsonw.AppendString(dst, dialect.EncodeSignature(p.Signature, p.Family))
+		dst = jsonwrite.AppendString(dst, dialect.EncodeSignature(p.Signature, p.Family))
 		dst = append(dst, '}')
 	}
 	for _, text := range [2]string{resp.Text, resp.Refusal} {
@@ -75,7 +75,7 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 		}
 		n++
 		dst = append(dst, `{"type":"text","text":`...)
-		dst = jsonw.AppendString(dst, text)
+		dst = jsonwrite.AppendString(dst, text)
 		dst = append(dst, `,"citations":null}`...)
 	}
 	for _, tc := range resp.ToolCalls {
@@ -84,9 +84,9 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 		}
 		n++
 		dst = append(dst, `{"type":"tool_use","id":`...)
-		dst = jsonw.AppendString(dst, tc.ID)
+		dst = jsonwrite.AppendString(dst, tc.ID)
 		dst = append(dst, `,"name":`...)
-		dst = jsonw.AppendString(dst, tc.Name)
+		dst = jsonwrite.AppendString(dst, tc.Name)
 		dst = append(dst, `,"input":`...)
 		dst = appendInput(dst, tc.Arguments)
 		dst = append(dst, `,"caller":{"type":"direct"}}`...)
@@ -112,11 +112,11 @@ func appendInput(dst []byte, args string) []byte {
 		return append(dst, "{}"...)
 	}
 	// Validate only reads, so the string's bytes can be lent to it.
-	if trimmed[0] == '{' && utf8.ValidString(trimmed) && jsonscan.Validate(unsafe.Slice(unsafe.StringData(trimmed), len(trimmed))) == nil {
+	if trimmed[0] == '{' && utf8.ValidString(trimmed) && jsonread.Valid(unsafe.Slice(unsafe.StringData(trimmed), len(trimmed))) {
 		return append(dst, trimmed...)
 	}
 	dst = append(dst, `{"`+rawArgumentsKey+`":`...)
-	dst = jsonw.AppendString(dst, args)
+	dst = jsonwrite.AppendString(dst, args)
 	return append(dst, '}')
 }
 
@@ -124,7 +124,7 @@ func appendStopSequence(dst []byte, stop canonical.StopReason, seq string) []byt
 	if stop != canonical.StopSequence {
 		return append(dst, "null"...)
 	}
-	return jsonw.AppendStringOrNull(dst, seq)
+	return jsonwrite.AppendStringOrNull(dst, seq)
 }
 
 // appendUsage writes Anthropic's usage, whose input_tokens excludes the
@@ -132,17 +132,17 @@ func appendStopSequence(dst []byte, stop canonical.StopReason, seq string) []byt
 // counts every prompt token).
 func appendUsage(dst []byte, u canonical.Usage) []byte {
 	dst = append(dst, `{"input_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(max(0, u.InputTokens-u.CachedInputTokens-u.CacheWriteTokens)))
+	dst = jsonwrite.AppendInt(dst, int64(max(0, u.InputTokens-u.CachedInputTokens-u.CacheWriteTokens)))
 	dst = append(dst, `,"cache_creation_input_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.CacheWriteTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.CacheWriteTokens))
 	dst = append(dst, `,"cache_read_input_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.CachedInputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.CachedInputTokens))
 	dst = append(dst, `,"output_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.OutputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.OutputTokens))
 	if u.ReasoningTokens > 0 {
 		// output_tokens includes them, as Anthropic counts.
 		dst = append(dst, `,"output_tokens_details":{"thinking_tokens":`...)
-		dst = jsonw.AppendInt(dst, int64(u.ReasoningTokens))
+		dst = jsonwrite.AppendInt(dst, int64(u.ReasoningTokens))
 		dst = append(dst, '}')
 	}
 	return append(dst, '}')
@@ -186,18 +186,18 @@ func (*Dialect) AppendError(dst []byte, e *failure.Public) []byte {
 	dst = append(dst, `{"type":"error","error":{"type":"`...)
 	dst = append(dst, errorType(e.Status)...)
 	dst = append(dst, `","message":`...)
-	dst = jsonw.AppendString(dst, e.Message)
+	dst = jsonwrite.AppendString(dst, e.Message)
 	if e.Code != "" {
 		dst = append(dst, `,"code":`...)
-		dst = jsonw.AppendString(dst, e.Code)
+		dst = jsonwrite.AppendString(dst, e.Code)
 	}
 	if e.Param != "" {
 		dst = append(dst, `,"param":`...)
-		dst = jsonw.AppendString(dst, e.Param)
+		dst = jsonwrite.AppendString(dst, e.Param)
 	}
 	if e.ErrorCode != "" {
 		dst = append(dst, `,"details":{"error_code":`...)
-		dst = jsonw.AppendString(dst, e.ErrorCode)
+		dst = jsonwrite.AppendString(dst, e.ErrorCode)
 		dst = append(dst, '}')
 	}
 	return append(dst, "}}"...)

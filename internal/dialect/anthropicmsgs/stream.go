@@ -4,7 +4,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"strconv"
 )
 
@@ -58,9 +58,9 @@ func (*Dialect) NewEncoder(m dialect.Meta, _ *canonical.Request) dialect.Encoder
 // which the SDKs take over.
 func (e *encoder) Start(dst []byte) []byte {
 	dst = append(dst, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
-	dst = jsonw.AppendString(dst, e.m.ID)
+	dst = jsonwrite.AppendString(dst, e.m.ID)
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
-	dst = jsonw.AppendString(dst, e.m.Model)
+	dst = jsonwrite.AppendString(dst, e.m.Model)
 	dst = append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"container":null,"usage":`...)
 	dst = appendUsage(dst, e.start)
 	return append(dst, "}}\n\n"...)
@@ -86,7 +86,7 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		}
 		dst = e.deltaHead(dst, e.openAt)
 		dst = append(dst, `{"type":"text_delta","text":`...)
-		dst = jsonw.AppendString(dst, ev.Text)
+		dst = jsonwrite.AppendString(dst, ev.Text)
 	case canonical.EventThinkingDelta, canonical.EventThinkingSignature:
 		if ev.Text == "" {
 			return dst
@@ -100,17 +100,17 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		dst = e.deltaHead(dst, e.openAt)
 		if ev.Kind == canonical.EventThinkingDelta {
 			dst = append(dst, `{"type":"thinking_delta","thinking":`...)
-			dst = jsonw.AppendString(dst, ev.Text)
+			dst = jsonwrite.AppendString(dst, ev.Text)
 		} else {
 			dst = append(dst, `{"type":"signature_delta","signature":`...)
-			dst = jsonw.AppendString(dst, dialect.EncodeSignature(ev.Text, ev.Family))
+			dst = jsonwrite.AppendString(dst, dialect.EncodeSignature(ev.Text, ev.Family))
 		}
 	case canonical.EventRedactedThinking:
 		dst = e.closeBlock(dst)
 		dst = e.startBlock(dst, blockThinking)
 		e.thinkAt = -1
 		dst = append(dst, `{"type":"redacted_thinking","data":`...)
-		dst = jsonw.AppendString(dst, dialect.EncodeSignature(ev.Text, ev.Family))
+		dst = jsonwrite.AppendString(dst, dialect.EncodeSignature(ev.Text, ev.Family))
 		dst = append(dst, "}}\n\n"...)
 		return e.closeBlock(dst)
 	case canonical.EventToolCallStart:
@@ -124,9 +124,9 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		e.toolAt[ev.Index] = e.next
 		dst = e.startBlock(dst, blockTool)
 		dst = append(dst, `{"type":"tool_use","id":`...)
-		dst = jsonw.AppendString(dst, ev.ID)
+		dst = jsonwrite.AppendString(dst, ev.ID)
 		dst = append(dst, `,"name":`...)
-		dst = jsonw.AppendString(dst, ev.Name)
+		dst = jsonwrite.AppendString(dst, ev.Name)
 		return append(dst, `,"input":{},"caller":{"type":"direct"}}}`+"\n\n"...)
 	case canonical.EventToolCallDelta:
 		if ev.Text == "" || ev.Index < 0 || ev.Index >= len(e.toolAt) || e.toolAt[ev.Index] < 0 {
@@ -137,7 +137,7 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		// to its own block's index.
 		dst = e.deltaHead(dst, e.toolAt[ev.Index])
 		dst = append(dst, `{"type":"input_json_delta","partial_json":`...)
-		dst = jsonw.AppendString(dst, ev.Text)
+		dst = jsonwrite.AppendString(dst, ev.Text)
 	default:
 		return dst
 	}
@@ -149,14 +149,14 @@ func (e *encoder) startBlock(dst []byte, kind int) []byte {
 	e.open, e.openAt = kind, e.next
 	e.next++
 	dst = append(dst, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
-	dst = jsonw.AppendInt(dst, int64(e.openAt))
+	dst = jsonwrite.AppendInt(dst, int64(e.openAt))
 	return append(dst, `,"content_block":`...)
 }
 
 // deltaHead writes a content_block_delta up to its delta value.
 func (e *encoder) deltaHead(dst []byte, index int) []byte {
 	dst = append(dst, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
-	dst = jsonw.AppendInt(dst, int64(index))
+	dst = jsonwrite.AppendInt(dst, int64(index))
 	return append(dst, `,"delta":`...)
 }
 
@@ -166,7 +166,7 @@ func (e *encoder) closeBlock(dst []byte) []byte {
 	}
 	e.open = blockNone
 	dst = append(dst, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
-	dst = jsonw.AppendInt(dst, int64(e.openAt))
+	dst = jsonwrite.AppendInt(dst, int64(e.openAt))
 	return append(dst, "}\n\n"...)
 }
 
@@ -192,15 +192,15 @@ func (e *encoder) Finish(dst []byte, stop canonical.StopReason, stopSequence str
 // cannot mistake the truncated answer for a complete one.
 func (e *encoder) Interrupt(dst []byte, pe *failure.Public, deliveredTokens int) []byte {
 	dst = append(dst, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"stream_interrupted\",\"message\":"...)
-	dst = jsonw.AppendString(dst, pe.Message)
+	dst = jsonwrite.AppendString(dst, pe.Message)
 	if pe.Code != "" {
 		dst = append(dst, `,"code":`...)
-		dst = jsonw.AppendString(dst, pe.Code)
+		dst = jsonwrite.AppendString(dst, pe.Code)
 	}
 	dst = append(dst, `,"retryable":`...)
 	dst = strconv.AppendBool(dst, pe.Retryable)
 	dst = append(dst, `,"delivered_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(deliveredTokens))
+	dst = jsonwrite.AppendInt(dst, int64(deliveredTokens))
 	return append(dst, "}}\n\n"...)
 }
 

@@ -11,15 +11,15 @@ import (
 // decodeSystem reads the system prompt: a string, or text blocks joined
 // with a blank line (the canonical rule for several system texts).
 func decodeSystem(s *scanner) (string, *failure.Public) {
-	l := field("system")
+	l := words.Field("system")
 	switch s.Peek() {
 	case 'n':
 		return "", s.Literal("null")
 	case '"':
-		return s.Str()
+		return s.Str(l)
 	case '[':
 	default:
-		return "", s.typeErr(l, "a valid string or a valid list")
+		return "", s.TypeErr(l, "a valid string or a valid list")
 	}
 	s.Open()
 	var (
@@ -35,13 +35,13 @@ func decodeSystem(s *scanner) (string, *failure.Public) {
 			break
 		}
 		var b block
-		if p := b.decode(s, l.at(j), true); p != nil {
+		if p := b.decode(s, l.At(j), true); p != nil {
 			return "", p
 		}
 		if string(b.typ) != "text" && b.hasType {
-			return "", bad(l.at(j).f("type"), "Input should be 'text'")
+			return "", words.Bad(l.At(j).F("type"), "Input should be 'text'")
 		}
-		if p := b.check(l.at(j), false); p != nil {
+		if p := b.check(l.At(j), false); p != nil {
 			return "", p
 		}
 		switch {
@@ -63,91 +63,58 @@ func decodeSystem(s *scanner) (string, *failure.Public) {
 }
 
 func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
-	l := field("tools")
-	if isNull, p := s.null(); isNull || p != nil {
-		return nil, p
-	}
-	if p := s.array(l); p != nil {
-		return nil, p
-	}
-	var out []canonical.Tool
-	var names dialect.Index // unique names, checked in constant time
-	for i := 0; ; i++ {
-		ok, p := s.NextElem(i == 0)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			return out, nil
-		}
-		t, p := decodeTool(s, l.at(i))
-		if p != nil {
-			return nil, p
-		}
-		if _, dup := names.Add(t.Name); dup {
-			return nil, bad(l, "Tool names must be unique.")
-		}
-		out = append(out, t)
-	}
+	l := words.Field("tools")
+	return s.Tools(l, func(at path) (canonical.Tool, *failure.Public) { return decodeTool(s, at) },
+		func(path, string) *failure.Public { return words.Bad(l, "Tool names must be unique.") })
 }
 
 // decodeTool reads one client tool. Server tools (a type other than
 // "custom") are refused: they run at Anthropic, so no other provider of
 // the model could honour them.
 func decodeTool(s *scanner, l path) (t canonical.Tool, _ *failure.Public) {
-	if p := s.object(l); p != nil {
-		return t, p
-	}
 	var (
 		typ                []byte
 		hasName, hasSchema bool
 		unknown            []byte
 		refused            []byte
 	)
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return t, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
-			typ, p = s.getRaw(l.f("type"))
+			typ, p = s.StrRaw(l.F("type"))
 		case "name":
 			hasName = true
-			t.Name, p = s.getString(l.f("name"))
+			t.Name, p = s.Str(l.F("name"))
 		case "description":
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
-			t.Description, p = s.getString(l.f("description"))
+			t.Description, p = s.Str(l.F("description"))
 		case "input_schema":
 			hasSchema = true
-			t.Parameters, p = s.schema(l.f("input_schema"))
+			t.Parameters, p = readSchema(s, l.F("input_schema"))
 		case "strict":
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
-			t.Strict, p = s.getBool(l.f("strict"))
+			t.Strict, p = s.Bool(l.F("strict"))
 		case "cache_control":
-			p = s.cacheControl(l.f("cache_control"))
+			p = cacheControl(s, l.F("cache_control"))
 		case "eager_input_streaming":
 			// Only changes how finely arguments are streamed.
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
-			_, p = s.getBool(l.f("eager_input_streaming"))
+			_, p = s.Bool(l.F("eager_input_streaming"))
 		case "defer_loading", "allowed_callers", "input_examples":
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
@@ -163,32 +130,32 @@ func decodeTool(s *scanner, l path) (t canonical.Tool, _ *failure.Public) {
 			}
 			p = s.Skip()
 		}
-		if p != nil {
-			return t, p
-		}
+		return p
+	}); p != nil {
+		return t, p
 	}
 	switch {
 	case typ != nil && string(typ) != "custom":
-		return t, unsupported(l, "server tools such as '"+string(typ)+"' run at Anthropic and are not available through every provider of a model")
+		return t, words.Unsupported(l, "server tools such as '"+string(typ)+"' run at Anthropic and are not available through every provider of a model")
 	case unknown != nil:
-		return t, extra(l.f(string(unknown)))
+		return t, words.Unknown(l.F(string(unknown)))
 	case refused != nil:
-		return t, unsupported(l.f(string(refused)), "tool search and programmatic tool calling are not available through every provider of a model")
+		return t, words.Unsupported(l.F(string(refused)), "tool search and programmatic tool calling are not available through every provider of a model")
 	case !hasName:
-		return t, missing(l.f("name"))
+		return t, words.Missing(l.F("name"))
 	case !dialect.ValidToolName(t.Name):
-		return t, bad(l.f("name"), "String should match pattern '^[a-zA-Z0-9_-]{1,64}$'")
+		return t, words.Bad(l.F("name"), "String should match pattern '^[a-zA-Z0-9_-]{1,64}$'")
 	case !hasSchema:
-		return t, missing(l.f("input_schema"))
+		return t, words.Missing(l.F("input_schema"))
 	}
 	return t, nil
 }
 
-// schema reads an input_schema, kept as raw JSON; its top-level type must
+// readSchema reads an input_schema, kept as raw JSON; its top-level type must
 // be "object", as Anthropic requires.
-func (s *scanner) schema(l path) ([]byte, *failure.Public) {
+func readSchema(s *scanner, l path) ([]byte, *failure.Public) {
 	if s.Peek() != '{' {
-		return nil, s.typeErr(l, "a valid dictionary")
+		return nil, s.TypeErr(l, "a valid dictionary")
 	}
 	mark := s.Mark()
 	s.Open()
@@ -209,18 +176,18 @@ func (s *scanner) schema(l path) ([]byte, *failure.Public) {
 		}
 		hasType = true
 		if s.Peek() != '"' {
-			return nil, bad(l.f("type"), "Input should be 'object'")
+			return nil, words.Bad(l.F("type"), "Input should be 'object'")
 		}
-		v, p := s.RawString()
+		v, p := s.StrRaw(l.F("type"))
 		if p != nil {
 			return nil, p
 		}
 		if string(v) != "object" {
-			return nil, bad(l.f("type"), "Input should be 'object'")
+			return nil, words.Bad(l.F("type"), "Input should be 'object'")
 		}
 	}
 	if !hasType {
-		return nil, missing(l.f("type"))
+		return nil, words.Missing(l.F("type"))
 	}
 	return s.Since(mark), nil
 }
@@ -228,11 +195,8 @@ func (s *scanner) schema(l path) ([]byte, *failure.Public) {
 // decodeToolChoice reads tool_choice; disable_parallel_tool_use becomes
 // canonical ParallelToolCalls (its negation).
 func decodeToolChoice(s *scanner) (*canonical.ToolChoice, *bool, *failure.Public) {
-	l := field("tool_choice")
-	if isNull, p := s.null(); isNull || p != nil {
-		return nil, nil, p
-	}
-	if p := s.object(l); p != nil {
+	l := words.Field("tool_choice")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, nil, p
 	}
 	var (
@@ -242,40 +206,33 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, *bool, *failure.Public
 		hasName  bool
 		parallel *bool
 	)
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, nil, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.getRaw(l.f("type"))
+			typ, p = s.StrRaw(l.F("type"))
 		case "name":
 			hasName = true
-			name, p = s.getString(l.f("name"))
+			name, p = s.Str(l.F("name"))
 		case "disable_parallel_tool_use":
-			if isNull, np := s.null(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
 			var off bool
-			if off, p = s.getBool(l.f("disable_parallel_tool_use")); p == nil {
+			if off, p = s.Bool(l.F("disable_parallel_tool_use")); p == nil {
 				on := !off
 				parallel = &on
 			}
 		default:
-			p = extra(l.f(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return nil, nil, p
-		}
+		return p
+	}); p != nil {
+		return nil, nil, p
 	}
 	if !hasType {
-		return nil, nil, missing(l.f("type"))
+		return nil, nil, words.Missing(l.F("type"))
 	}
 	var tc canonical.ToolChoice
 	switch string(typ) {
@@ -286,19 +243,19 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, *bool, *failure.Public
 	case "none":
 		tc.Mode = canonical.ToolChoiceNone
 		if parallel != nil {
-			return nil, nil, extra(l.f("disable_parallel_tool_use"))
+			return nil, nil, words.Unknown(l.F("disable_parallel_tool_use"))
 		}
 	case "tool":
 		if !hasName {
-			return nil, nil, missing(l.f("name"))
+			return nil, nil, words.Missing(l.F("name"))
 		}
 		tc.Mode, tc.Name = canonical.ToolChoiceTool, name
 		return &tc, parallel, nil
 	default:
-		return nil, nil, bad(l.f("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'auto', 'any', 'tool', 'none'", typ)
+		return nil, nil, words.Bad(l.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'auto', 'any', 'tool', 'none'", typ)
 	}
 	if hasName {
-		return nil, nil, extra(l.f("name"))
+		return nil, nil, words.Unknown(l.F("name"))
 	}
 	return &tc, parallel, nil
 }

@@ -1,12 +1,11 @@
 package openaichat
 
 import (
-	"bytes"
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
-	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
+	"github.com/spillway-gw/spillway/internal/dialect/fields"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -25,19 +24,7 @@ import (
 // so decoding costs one allocation for all unescaped text and the caller may
 // reuse body at once.
 func (*Dialect) Decode(body []byte, _ http.Header) (*canonical.Request, *failure.Public) {
-	s := scanner{jsonscan.New(bytes.Clone(body))}
-	req, p := decodeRequest(&s)
-	if p != nil && !s.IsSyntax(p) {
-		// A parse-then-validate server reports broken JSON before any
-		// field error, wherever in the body the break is.
-		if sp := jsonscan.Validate(body); sp != nil {
-			return nil, sp
-		}
-	}
-	if p != nil {
-		return nil, p
-	}
-	return req, nil
+	return fields.Decode(body, &words, new(request))
 }
 
 // request holds what the top-level loop has read so far.
@@ -50,67 +37,40 @@ type request struct {
 	toolChoiceAt          loc // where the tool_choice's function name was given
 }
 
-func decodeRequest(s *scanner) (*canonical.Request, *failure.Public) {
-	if s.Peek() != '{' {
-		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.Kind())
-	}
-	s.Open()
-	var r request
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
-		if p := r.field(s, key); p != nil {
-			return nil, p
-		}
-	}
-	if p := s.End(); p != nil {
-		return nil, p
-	}
-	if p := r.check(); p != nil {
-		return nil, p
-	}
-	return &r.Request, nil
-}
+// Canonical is the request in canonical form.
+func (r *request) Canonical() *canonical.Request { return &r.Request }
 
-// field reads one top-level member. Duplicate keys: the last one wins, as
+// Member reads one top-level member. Duplicate keys: the last one wins, as
 // with encoding/json and Python's json.
-func (r *request) field(s *scanner, key []byte) *failure.Public {
+func (r *request) Member(s *scanner, key []byte) *failure.Public {
 	var p *failure.Public
 	switch string(key) {
 	case "model":
-		l := field("model")
 		r.hasModel = true
-		if r.Model, p = s.getString(l); p == nil && r.Model == "" {
-			p = bad(l, "Invalid 'model': you must provide a model name.")
-		}
+		r.Model, p = s.Model()
 	case "messages":
 		r.hasMessages = true
 		r.System, r.Messages, p = decodeMessages(s)
 	case "max_completion_tokens":
-		r.maxCompletion, p = s.positiveInt(field("max_completion_tokens"))
+		r.maxCompletion, p = positiveInt(s, words.Field("max_completion_tokens"))
 	case "max_tokens":
-		r.maxTokens, p = s.positiveInt(field("max_tokens"))
+		r.maxTokens, p = positiveInt(s, words.Field("max_tokens"))
 	case "n":
-		p = s.decodeN()
+		p = decodeN(s)
 	case "temperature":
-		r.Temperature, p = s.getRange(field("temperature"), 0, 2)
+		r.Temperature, p = s.Range(words.Field("temperature"), 0, 2)
 	case "top_p":
-		r.TopP, p = s.getRange(field("top_p"), 0, 1)
+		r.TopP, p = s.Range(words.Field("top_p"), 0, 1)
 	case "presence_penalty", "frequency_penalty":
-		_, p = s.getRange(field(string(key)), -2, 2)
+		_, p = s.Range(words.Field(string(key)), -2, 2)
 	case "stop":
 		r.Stop, p = decodeStop(s)
 	case "stream":
-		if isNull, np := s.skipNull(); isNull || np != nil {
+		if isNull, np := s.Null(); isNull || np != nil {
 			r.Stream, p = false, np
 			break
 		}
-		r.Stream, p = s.getBool(field("stream"))
+		r.Stream, p = s.Bool(words.Field("stream"))
 	case "stream_options":
 		r.hasStreamOptions, r.IncludeUsage, p = decodeStreamOptions(s)
 	case "tools":
@@ -118,47 +78,47 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 	case "tool_choice":
 		r.ToolChoice, r.toolChoiceAt, p = decodeToolChoice(s)
 	case "parallel_tool_calls":
-		r.ParallelToolCalls, p = s.optBool(field("parallel_tool_calls"))
+		r.ParallelToolCalls, p = s.OptBool(words.Field("parallel_tool_calls"))
 	case "response_format":
 		r.ResponseFormat, p = decodeResponseFormat(s)
 
 	// Accepted and ignored: no canonical counterpart, no effect on the answer's shape.
 	case "reasoning_effort":
-		r.Reasoning, p = s.reasoningEffort(field("reasoning_effort"))
+		r.Reasoning, p = reasoningEffort(s, words.Field("reasoning_effort"))
 	case "user", "safety_identifier", "service_tier", "prompt_cache_key", "prompt_cache_retention", "verbosity":
-		p = s.optString(field(string(key)))
+		_, _, p = s.OptStr(words.Field(string(key)))
 	case "store":
-		_, p = s.optBool(field("store"))
+		_, p = s.OptBool(words.Field("store"))
 	case "seed":
-		if isNull, np := s.skipNull(); isNull || np != nil {
+		if isNull, np := s.Null(); isNull || np != nil {
 			return np
 		}
-		_, p = s.getInt(field("seed"))
+		_, p = s.Int(words.Field("seed"))
 	case "metadata":
-		p = s.optObject(field("metadata"))
+		p = s.OptObject(words.Field("metadata"))
 
 	// Asked for, but not something the gateway can honour.
 	case "logprobs":
 		var on *bool
-		if on, p = s.optBool(field("logprobs")); p == nil && on != nil && *on {
-			p = unsupported(field("logprobs"), "token log probabilities are not available through every provider")
+		if on, p = s.OptBool(words.Field("logprobs")); p == nil && on != nil && *on {
+			p = words.Unsupported(words.Field("logprobs"), "token log probabilities are not available through every provider")
 		}
 	case "top_logprobs":
-		p = s.rejectUnlessZero(field("top_logprobs"), "token log probabilities are not available through every provider")
+		p = rejectUnlessZero(s, words.Field("top_logprobs"), "token log probabilities are not available through every provider")
 	case "logit_bias":
-		p = s.rejectUnlessEmptyObject(field("logit_bias"), "token biases are provider-specific")
+		p = rejectUnlessEmptyObject(s, words.Field("logit_bias"), "token biases are provider-specific")
 	case "modalities":
 		p = decodeModalities(s)
 	case "audio":
-		p = s.rejectUnlessNull(field("audio"), "audio output is not supported")
+		p = s.RejectUnlessNull(words.Field("audio"), "audio output is not supported")
 	case "prediction":
-		p = s.rejectUnlessNull(field("prediction"), "predicted outputs are not supported")
+		p = s.RejectUnlessNull(words.Field("prediction"), "predicted outputs are not supported")
 	case "web_search_options":
-		p = s.rejectUnlessNull(field("web_search_options"), "built-in web search is not supported")
+		p = s.RejectUnlessNull(words.Field("web_search_options"), "built-in web search is not supported")
 	case "functions":
-		p = s.rejectUnlessNull(field("functions"), "it is deprecated; use 'tools'")
+		p = s.RejectUnlessNull(words.Field("functions"), "it is deprecated; use 'tools'")
 	case "function_call":
-		p = s.rejectUnlessNull(field("function_call"), "it is deprecated; use 'tool_choice'")
+		p = s.RejectUnlessNull(words.Field("function_call"), "it is deprecated; use 'tool_choice'")
 	default:
 		// OpenAI's own wording and param for an unknown argument.
 		return failure.BadRequest(string(key), "Unrecognized request argument supplied: %s", key)
@@ -166,74 +126,63 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 	return p
 }
 
-// check applies the rules that span several fields.
-func (r *request) check() *failure.Public {
+// Check applies the rules that span several fields.
+func (r *request) Check() *failure.Public {
 	switch {
 	case !r.hasModel:
-		return missing(field("model"))
+		return words.Missing(words.Field("model"))
 	case !r.hasMessages:
-		return missing(field("messages"))
+		return words.Missing(words.Field("messages"))
 	case r.maxTokens != 0 && r.maxCompletion != 0 && r.maxTokens != r.maxCompletion:
-		return bad(field("max_tokens"), "'max_tokens' and 'max_completion_tokens' were both given with different values; send only 'max_completion_tokens' ('max_tokens' is deprecated).")
+		return words.Bad(words.Field("max_tokens"), "'max_tokens' and 'max_completion_tokens' were both given with different values; send only 'max_completion_tokens' ('max_tokens' is deprecated).")
 	case r.hasStreamOptions && !r.Stream:
-		return bad(field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+		return words.Bad(words.Field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	case r.ToolChoice != nil && len(r.Tools) == 0:
-		return bad(field("tool_choice"), "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
+		return words.Bad(words.Field("tool_choice"), "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
 	}
 	r.MaxTokens = max(r.maxCompletion, r.maxTokens)
 	if tc := r.ToolChoice; tc != nil && tc.Mode == canonical.ToolChoiceTool && !dialect.Declared(r.Tools, tc.Name) {
-		return bad(r.toolChoiceAt, "Invalid value for '%s': no tool named '%s' is declared in 'tools'.", r.toolChoiceAt, tc.Name)
+		return words.Bad(r.toolChoiceAt, "Invalid value for '%s': no tool named '%s' is declared in 'tools'.", r.toolChoiceAt, tc.Name)
 	}
 	return nil
 }
 
-func (s *scanner) positiveInt(l loc) (int, *failure.Public) {
-	if isNull, p := s.skipNull(); isNull || p != nil {
+func positiveInt(s *scanner, l loc) (int, *failure.Public) {
+	if isNull, p := s.Null(); isNull || p != nil {
 		return 0, p
 	}
-	n, p := s.getInt(l)
+	n, p := s.Int(l)
 	if p == nil && n < 1 {
-		p = bad(l, "Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", l, n)
+		p = words.Bad(l, "Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", l, n)
 	}
 	return n, p
 }
 
-func (s *scanner) decodeN() *failure.Public {
-	l := field("n")
-	if isNull, p := s.skipNull(); isNull || p != nil {
+func decodeN(s *scanner) *failure.Public {
+	l := words.Field("n")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	n, p := s.getInt(l)
+	n, p := s.Int(l)
 	switch {
 	case p != nil:
 		return p
 	case n > 1:
-		return bad(l, "n>1 is not supported: this gateway returns one choice per request; send several requests instead.")
+		return words.Bad(l, "n>1 is not supported: this gateway returns one choice per request; send several requests instead.")
 	case n < 1:
-		return bad(l, "Invalid 'n': integer below minimum value. Expected a value >= 1, but got %d instead.", n)
+		return words.Bad(l, "Invalid 'n': integer below minimum value. Expected a value >= 1, but got %d instead.", n)
 	}
 	return nil
-}
-
-func (s *scanner) optBool(l loc) (*bool, *failure.Public) {
-	if isNull, p := s.skipNull(); isNull || p != nil {
-		return nil, p
-	}
-	b, p := s.getBool(l)
-	if p != nil {
-		return nil, p
-	}
-	return &b, nil
 }
 
 // reasoningEffort reads reasoning_effort: "none" turns reasoning off, any
 // other level asks for it at that effort (each rung maps the level onto
 // what its provider has).
-func (s *scanner) reasoningEffort(l loc) (*canonical.Reasoning, *failure.Public) {
-	if isNull, p := s.skipNull(); isNull || p != nil {
+func reasoningEffort(s *scanner, l loc) (*canonical.Reasoning, *failure.Public) {
+	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
-	v, p := s.getStringRaw(l)
+	v, p := s.StrRaw(l)
 	if p != nil {
 		return nil, p
 	}
@@ -243,50 +192,25 @@ func (s *scanner) reasoningEffort(l loc) (*canonical.Reasoning, *failure.Public)
 	case "minimal", "low", "medium", "high", "xhigh", "max":
 		return &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: e}, nil
 	}
-	return nil, bad(l, "Invalid value for '%s': '%s'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', 'xhigh' and 'max'.", l, v)
+	return nil, words.Bad(l, "Invalid value for '%s': '%s'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', 'xhigh' and 'max'.", l, v)
 }
 
-func (s *scanner) optString(l loc) *failure.Public {
-	if isNull, p := s.skipNull(); isNull || p != nil {
+func rejectUnlessZero(s *scanner, l loc, why string) *failure.Public {
+	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	_, p := s.getStringRaw(l)
-	return p
-}
-
-func (s *scanner) optObject(l loc) *failure.Public {
-	if isNull, p := s.skipNull(); isNull || p != nil {
-		return p
-	}
-	if s.Peek() != '{' {
-		return s.typeErr(l, "an object")
-	}
-	return s.Skip()
-}
-
-func (s *scanner) rejectUnlessNull(l loc, why string) *failure.Public {
-	if isNull, p := s.skipNull(); isNull || p != nil {
-		return p
-	}
-	return unsupported(l, why)
-}
-
-func (s *scanner) rejectUnlessZero(l loc, why string) *failure.Public {
-	if isNull, p := s.skipNull(); isNull || p != nil {
-		return p
-	}
-	n, p := s.getInt(l)
+	n, p := s.Int(l)
 	if p == nil && n != 0 {
-		p = unsupported(l, why)
+		p = words.Unsupported(l, why)
 	}
 	return p
 }
 
-func (s *scanner) rejectUnlessEmptyObject(l loc, why string) *failure.Public {
-	if isNull, p := s.skipNull(); isNull || p != nil {
+func rejectUnlessEmptyObject(s *scanner, l loc, why string) *failure.Public {
+	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	if p := s.object(l); p != nil {
+	if p := s.Object(l); p != nil {
 		return p
 	}
 	_, ok, p := s.NextKey(true)
@@ -294,17 +218,17 @@ func (s *scanner) rejectUnlessEmptyObject(l loc, why string) *failure.Public {
 		return p
 	}
 	if ok {
-		return unsupported(l, why)
+		return words.Unsupported(l, why)
 	}
 	return nil
 }
 
 func decodeModalities(s *scanner) *failure.Public {
-	l := field("modalities")
-	if isNull, p := s.skipNull(); isNull || p != nil {
+	l := words.Field("modalities")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	if p := s.array(l); p != nil {
+	if p := s.Array(l); p != nil {
 		return p
 	}
 	for i := 0; ; i++ {
@@ -312,26 +236,26 @@ func decodeModalities(s *scanner) *failure.Public {
 		if p != nil || !ok {
 			return p
 		}
-		m, p := s.getStringRaw(l.At(i))
+		m, p := s.StrRaw(l.At(i))
 		if p != nil {
 			return p
 		}
 		if string(m) != "text" {
-			return unsupported(l.At(i), "only the \"text\" modality is available")
+			return words.Unsupported(l.At(i), "only the \"text\" modality is available")
 		}
 	}
 }
 
 // decodeStop reads a string or an array of at most 4 non-empty strings.
 func decodeStop(s *scanner) ([]string, *failure.Public) {
-	l := field("stop")
+	l := words.Field("stop")
 	switch s.Peek() {
 	case 'n':
 		return nil, s.Literal("null")
 	case '"':
-		v, p := s.Str()
+		v, p := s.Str(l)
 		if p == nil && v == "" {
-			p = bad(l, "Invalid 'stop': a stop sequence must not be empty.")
+			p = words.Bad(l, "Invalid 'stop': a stop sequence must not be empty.")
 		}
 		if p != nil {
 			return nil, p
@@ -339,7 +263,7 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 		return []string{v}, nil
 	case '[':
 	default:
-		return nil, s.typeErr(l, "a string or an array of strings")
+		return nil, s.TypeErr(l, "a string or an array of strings")
 	}
 	s.Open()
 	var out []string
@@ -352,11 +276,11 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 			return out, nil
 		}
 		if i == 4 {
-			return nil, bad(l, "Invalid 'stop': array too long. Expected at most 4 stop sequences.")
+			return nil, words.Bad(l, "Invalid 'stop': array too long. Expected at most 4 stop sequences.")
 		}
-		v, p := s.getString(l.At(i))
+		v, p := s.Str(l.At(i))
 		if p == nil && v == "" {
-			p = bad(l.At(i), "Invalid '%s': a stop sequence must not be empty.", l.At(i))
+			p = words.Bad(l.At(i), "Invalid '%s': a stop sequence must not be empty.", l.At(i))
 		}
 		if p != nil {
 			return nil, p
@@ -367,11 +291,11 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 
 // decodeStreamOptions returns whether options were given and include_usage.
 func decodeStreamOptions(s *scanner) (given, includeUsage bool, p *failure.Public) {
-	l := field("stream_options")
-	if isNull, p := s.skipNull(); isNull || p != nil {
+	l := words.Field("stream_options")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return false, false, p
 	}
-	if p := s.object(l); p != nil {
+	if p := s.Object(l); p != nil {
 		return false, false, p
 	}
 	for first := true; ; first = false {
@@ -382,14 +306,14 @@ func decodeStreamOptions(s *scanner) (given, includeUsage bool, p *failure.Publi
 		switch string(key) {
 		case "include_usage":
 			var b *bool
-			if b, p = s.optBool(l.F("include_usage")); b != nil {
+			if b, p = s.OptBool(l.F("include_usage")); b != nil {
 				includeUsage = *b
 			}
 		case "include_obfuscation":
 			// The gateway never pads deltas, so either value is honoured.
-			_, p = s.optBool(l.F("include_obfuscation"))
+			_, p = s.OptBool(l.F("include_obfuscation"))
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
 		if p != nil {
 			return false, false, p

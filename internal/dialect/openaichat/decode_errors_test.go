@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 )
 
 // A minimal valid request to splice bad fields into.
@@ -39,7 +39,7 @@ var decodeErrorCases = []struct {
 	{"array body", `[1,2]`, "", "must be a JSON object, but got an array"},
 	{"string body", `"x"`, "", "must be a JSON object"},
 	{"type error before syntax error", `{"model":1,"messages":[}`, "", "not valid JSON"},
-	{"too deep", `{"metadata":` + strings.Repeat("[", jsonscan.MaxDepth+2) + strings.Repeat("]", jsonscan.MaxDepth+2) + `}`, "", "nesting too deep"},
+	{"too deep", `{"metadata":` + strings.Repeat("[", jsonread.MaxDepth+2) + strings.Repeat("]", jsonread.MaxDepth+2) + `}`, "", "nesting too deep"},
 
 	// model and messages.
 	{"model missing", `{` + okMsgs + `}`, "model", "Missing required parameter: 'model'"},

@@ -50,15 +50,15 @@ func (w *toolWindow) close() *failure.Public {
 	w.calls, w.answered = nil, w.answered[:0]
 	w.ids.Reset()
 	if ids != nil {
-		l := field("messages").At(w.at).F("tool_calls")
-		return bad(l, "Invalid parameter: the assistant message with '%s' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", l, strings.Join(ids, ", "))
+		l := words.Field("messages").At(w.at).F("tool_calls")
+		return words.Bad(l, "Invalid parameter: the assistant message with '%s' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", l, strings.Join(ids, ", "))
 	}
 	return nil
 }
 
 func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *failure.Public) {
-	l := field("messages")
-	if p := s.array(l); p != nil {
+	l := words.Field("messages")
+	if p := s.Array(l); p != nil {
 		return "", nil, p
 	}
 	var w toolWindow
@@ -118,7 +118,7 @@ func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *fail
 		}
 	}
 	if n == 0 {
-		return "", nil, bad(l, "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+		return "", nil, words.Bad(l, "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
 	if w.calls != nil {
 		if p := w.close(); p != nil {
@@ -131,16 +131,16 @@ func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *fail
 // answer marks the call id as answered and returns its function name.
 func (w *toolWindow) answer(id string, ml loc) (string, *failure.Public) {
 	if w.calls == nil {
-		return "", bad(ml.F("role"), "Invalid parameter: '%s': messages with role 'tool' must be a response to a preceding message with 'tool_calls'.", ml.F("role"))
+		return "", words.Bad(ml.F("role"), "Invalid parameter: '%s': messages with role 'tool' must be a response to a preceding message with 'tool_calls'.", ml.F("role"))
 	}
 	if k, ok := w.ids.Find(id); ok {
 		if w.answered[k] {
-			return "", bad(ml.F("tool_call_id"), "Invalid parameter: '%s': tool call '%s' already has a response message.", ml.F("tool_call_id"), id)
+			return "", words.Bad(ml.F("tool_call_id"), "Invalid parameter: '%s': tool call '%s' already has a response message.", ml.F("tool_call_id"), id)
 		}
 		w.answered[k] = true
 		return w.calls[k].Name, nil
 	}
-	return "", bad(ml.F("tool_call_id"), "Invalid value for '%s': '%s' does not match any 'tool_calls' id of the preceding assistant message.", ml.F("tool_call_id"), id)
+	return "", words.Bad(ml.F("tool_call_id"), "Invalid value for '%s': '%s' does not match any 'tool_calls' id of the preceding assistant message.", ml.F("tool_call_id"), id)
 }
 
 func joinText(parts []canonical.Part) string {
@@ -155,37 +155,30 @@ func joinText(parts []canonical.Part) string {
 }
 
 func (m *message) decode(s *scanner, ml loc) *failure.Public {
-	if p := s.object(ml); p != nil {
-		return p
-	}
 	m.imageAt, m.refusalAt = -1, -1
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil || !ok {
-			return p
-		}
+	p := s.Members(ml, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "role":
-			m.role, p = s.getString(ml.F("role"))
+			m.role, p = s.Str(ml.F("role"))
 		case "content":
 			p = m.decodeContent(s, ml.F("content"))
 		case "name":
-			p = s.optString(ml.F("name"))
+			_, _, p = s.OptStr(ml.F("name"))
 		case "tool_calls":
 			m.toolCalls, p = decodeToolCalls(s, ml.F("tool_calls"))
 		case "tool_call_id":
 			m.hasToolCallID = true
-			m.toolCallID, p = s.getString(ml.F("tool_call_id"))
+			m.toolCallID, p = s.Str(ml.F("tool_call_id"))
 		case "refusal":
 			var isNull bool
-			if isNull, p = s.skipNull(); !isNull && p == nil {
+			if isNull, p = s.Null(); !isNull && p == nil {
 				m.hasRefusal = true
-				m.refusal, p = s.getString(ml.F("refusal"))
+				m.refusal, p = s.Str(ml.F("refusal"))
 			}
 		case "function_call":
-			p = s.rejectUnlessNull(ml.F("function_call"), "it is deprecated; use 'tool_calls'")
+			p = s.RejectUnlessNull(ml.F("function_call"), "it is deprecated; use 'tool_calls'")
 		case "audio":
-			p = s.rejectUnlessNull(ml.F("audio"), "audio output is not supported")
+			p = s.RejectUnlessNull(ml.F("audio"), "audio output is not supported")
 		case "annotations", "parsed", "reasoning_content":
 			// What the SDKs echo from a response message: citations of the
 			// text, the SDK's own parse of it, reasoning a gateway returned.
@@ -195,64 +188,63 @@ func (m *message) decode(s *scanner, ml loc) *failure.Public {
 			}
 			p = s.Skip()
 		default:
-			p = unrecognized(ml.F(string(key)))
+			p = words.Unknown(ml.F(string(key)))
 		}
-		if p != nil {
-			return p
-		}
-	}
+		return p
+	})
+	return p
 }
 
 // check applies the rules of the message's role.
 func (m *message) check(ml loc) *failure.Public {
 	cl := ml.F("content")
 	if m.emptyList && (m.role != "assistant" || len(m.toolCalls) == 0) {
-		return bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
+		return words.Bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
 	}
 	switch m.role {
 	case "":
-		return missing(ml.F("role"))
+		return words.Missing(ml.F("role"))
 	case "system", "developer", "user", "tool":
 		if !m.hasContent {
-			return missing(cl)
+			return words.Missing(cl)
 		}
 		if m.refusalAt >= 0 {
-			return bad(cl.At(m.refusalAt).F("type"), "Invalid value for '%s': 'refusal' content parts are only allowed in assistant messages.", cl.At(m.refusalAt).F("type"))
+			return words.Bad(cl.At(m.refusalAt).F("type"), "Invalid value for '%s': 'refusal' content parts are only allowed in assistant messages.", cl.At(m.refusalAt).F("type"))
 		}
 		if m.imageAt >= 0 && m.role != "user" {
-			return bad(cl.At(m.imageAt).F("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.At(m.imageAt).F("type"))
+			return words.Bad(cl.At(m.imageAt).F("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.At(m.imageAt).F("type"))
 		}
 	case "assistant":
 		if !m.hasContent && len(m.toolCalls) == 0 && !m.hasRefusal {
-			return bad(cl, "Invalid value for '%s': an assistant message needs 'content' unless it has 'tool_calls'.", cl)
+			return words.Bad(cl, "Invalid value for '%s': an assistant message needs 'content' unless it has 'tool_calls'.", cl)
 		}
 		if m.imageAt >= 0 {
-			return bad(cl.At(m.imageAt).F("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.At(m.imageAt).F("type"))
+			return words.Bad(cl.At(m.imageAt).F("type"), "Invalid value for '%s': 'image_url' content parts are only allowed in user messages.", cl.At(m.imageAt).F("type"))
 		}
 	case "function":
-		return bad(ml.F("role"), "Invalid value for '%s': the 'function' role is deprecated and not supported; send function results as 'tool' messages.", ml.F("role"))
+		return words.Bad(ml.F("role"), "Invalid value for '%s': the 'function' role is deprecated and not supported; send function results as 'tool' messages.", ml.F("role"))
 	default:
-		return bad(ml.F("role"), "Invalid value for '%s': '%s'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", ml.F("role"), m.role)
+		return words.Bad(ml.F("role"), "Invalid value for '%s': '%s'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", ml.F("role"), m.role)
 	}
 	if m.role == "tool" {
 		if !m.hasToolCallID {
-			return missing(ml.F("tool_call_id"))
+			return words.Missing(ml.F("tool_call_id"))
 		}
 		if m.toolCallID == "" {
-			return bad(ml.F("tool_call_id"), "Invalid value for '%s': it must not be empty.", ml.F("tool_call_id"))
+			return words.Bad(ml.F("tool_call_id"), "Invalid value for '%s': it must not be empty.", ml.F("tool_call_id"))
 		}
 	} else if m.hasToolCallID {
-		return bad(ml.F("tool_call_id"), "Invalid parameter: '%s' is only allowed on messages with role 'tool'.", ml.F("tool_call_id"))
+		return words.Bad(ml.F("tool_call_id"), "Invalid parameter: '%s' is only allowed on messages with role 'tool'.", ml.F("tool_call_id"))
 	}
 	if m.role != "assistant" {
 		if m.echoAt != "" {
-			return unrecognized(ml.F(m.echoAt))
+			return words.Unknown(ml.F(m.echoAt))
 		}
 		if m.toolCalls != nil {
-			return bad(ml.F("tool_calls"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.F("tool_calls"))
+			return words.Bad(ml.F("tool_calls"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.F("tool_calls"))
 		}
 		if m.hasRefusal {
-			return bad(ml.F("refusal"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.F("refusal"))
+			return words.Bad(ml.F("refusal"), "Invalid parameter: '%s' is only allowed on messages with role 'assistant'.", ml.F("refusal"))
 		}
 	}
 	return nil
@@ -264,12 +256,12 @@ func (m *message) decodeContent(s *scanner, cl loc) *failure.Public {
 		m.hasContent, m.content = false, nil
 		return s.Literal("null")
 	case '"':
-		text, p := s.Str()
+		text, p := s.Str(cl)
 		m.hasContent, m.content = true, []canonical.Part{canonical.TextPart(text)}
 		return p
 	case '[':
 	default:
-		return s.typeErr(cl, "a string, an array of content parts or null")
+		return s.TypeErr(cl, "a string, an array of content parts or null")
 	}
 	s.Open()
 	m.hasContent, m.content, m.imageAt, m.refusalAt = true, nil, -1, -1
@@ -304,9 +296,6 @@ func (m *message) decodeContent(s *scanner, cl loc) *failure.Public {
 // becomes text: the canonical form has no refusal part, and the refusal is
 // what the assistant said.
 func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *failure.Public) {
-	if p := s.object(pl); p != nil {
-		return part, false, p
-	}
 	var (
 		typ                 []byte
 		text, refusal       string
@@ -316,23 +305,16 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 		url                 string
 		hasURL              bool
 	)
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return part, false, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(pl, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
-			typ, p = s.getStringRaw(pl.F("type"))
+			typ, p = s.StrRaw(pl.F("type"))
 		case "text":
 			hasText = true
-			text, p = s.getString(pl.F("text"))
+			text, p = s.Str(pl.F("text"))
 		case "refusal":
 			hasRefusal = true
-			refusal, p = s.getString(pl.F("refusal"))
+			refusal, p = s.Str(pl.F("refusal"))
 		case "image_url":
 			hasImage = true
 			url, hasURL, p = decodeImageURL(s, pl.F("image_url"))
@@ -340,25 +322,25 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 			other = string(key)
 			p = s.Skip()
 		default:
-			p = unrecognized(pl.F(string(key)))
+			p = words.Unknown(pl.F(string(key)))
 		}
-		if p != nil {
-			return part, false, p
-		}
+		return p
+	}); p != nil {
+		return part, false, p
 	}
 	tl := pl.F("type")
 	extra := func(name string) *failure.Public {
-		return bad(pl.F(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.F(name), typ)
+		return words.Bad(pl.F(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.F(name), typ)
 	}
 	switch string(typ) {
 	case "":
 		if typ == nil {
-			return part, false, missing(tl)
+			return part, false, words.Missing(tl)
 		}
 	case "text":
 		switch {
 		case !hasText:
-			return part, false, missing(pl.F("text"))
+			return part, false, words.Missing(pl.F("text"))
 		case hasRefusal:
 			return part, false, extra("refusal")
 		case hasImage:
@@ -370,7 +352,7 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 	case "refusal":
 		switch {
 		case !hasRefusal:
-			return part, false, missing(pl.F("refusal"))
+			return part, false, words.Missing(pl.F("refusal"))
 		case hasText:
 			return part, false, extra("text")
 		case hasImage:
@@ -382,9 +364,9 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 	case "image_url":
 		switch {
 		case !hasImage:
-			return part, false, missing(pl.F("image_url"))
+			return part, false, words.Missing(pl.F("image_url"))
 		case !hasURL:
-			return part, false, missing(pl.F("image_url").F("url"))
+			return part, false, words.Missing(pl.F("image_url").F("url"))
 		case hasText:
 			return part, false, extra("text")
 		case hasRefusal:
@@ -395,13 +377,13 @@ func decodePart(s *scanner, pl loc) (part canonical.Part, isRefusal bool, _ *fai
 		part, p := imagePart(url, pl.F("image_url").F("url"))
 		return part, false, p
 	case "input_audio", "file":
-		return part, false, bad(tl, "'%s' content parts are not supported by this gateway (%s); send text or 'image_url' parts.", typ, tl)
+		return part, false, words.Bad(tl, "'%s' content parts are not supported by this gateway (%s); send text or 'image_url' parts.", typ, tl)
 	}
-	return part, false, bad(tl, "Invalid value for '%s': '%s'. Supported values are: 'text', 'image_url' and, in assistant messages, 'refusal'.", tl, typ)
+	return part, false, words.Bad(tl, "Invalid value for '%s': '%s'. Supported values are: 'text', 'image_url' and, in assistant messages, 'refusal'.", tl, typ)
 }
 
 func decodeImageURL(s *scanner, l loc) (url string, hasURL bool, _ *failure.Public) {
-	if p := s.object(l); p != nil {
+	if p := s.Object(l); p != nil {
 		return "", false, p
 	}
 	for first := true; ; first = false {
@@ -412,20 +394,20 @@ func decodeImageURL(s *scanner, l loc) (url string, hasURL bool, _ *failure.Publ
 		switch string(key) {
 		case "url":
 			hasURL = true
-			url, p = s.getString(l.F("url"))
+			url, p = s.Str(l.F("url"))
 		case "detail":
 			// auto|low|high tunes the provider's image cost; no canonical
 			// counterpart, so the value is checked and ignored.
 			var d []byte
-			if d, p = s.getStringRaw(l.F("detail")); p == nil {
+			if d, p = s.StrRaw(l.F("detail")); p == nil {
 				switch string(d) {
 				case "auto", "low", "high":
 				default:
-					p = bad(l.F("detail"), "Invalid value for '%s': '%s'. Supported values are: 'auto', 'low' and 'high'.", l.F("detail"), d)
+					p = words.Bad(l.F("detail"), "Invalid value for '%s': '%s'. Supported values are: 'auto', 'low' and 'high'.", l.F("detail"), d)
 				}
 			}
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
 		if p != nil {
 			return "", false, p
@@ -437,7 +419,7 @@ func decodeImageURL(s *scanner, l loc) (url string, hasURL bool, _ *failure.Publ
 func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
 	part, problem := dialect.ImageURLPart(url)
 	if problem != "" {
-		return part, bad(l, "Invalid '%s': %s.", l, problem)
+		return part, words.Bad(l, "Invalid '%s': %s.", l, problem)
 	}
 	return part, nil
 }
@@ -445,10 +427,10 @@ func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
 // decodeToolCalls reads an assistant message's tool_calls.
 func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) {
 	var ids dialect.Index // unique ids, checked in constant time
-	if isNull, p := s.skipNull(); isNull || p != nil {
+	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
-	if p := s.array(l); p != nil {
+	if p := s.Array(l); p != nil {
 		return nil, p
 	}
 	var out []canonical.ToolCall
@@ -465,85 +447,66 @@ func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) 
 			return nil, p
 		}
 		if _, dup := ids.Add(tc.ID); dup {
-			return nil, bad(l.At(j).F("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.At(j).F("id"), tc.ID)
+			return nil, words.Bad(l.At(j).F("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.At(j).F("id"), tc.ID)
 		}
 		out = append(out, tc)
 	}
 }
 
 func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public) {
-	if p := s.object(l); p != nil {
-		return tc, p
-	}
 	var hasID, hasType, hasFn, hasName, hasArgs bool
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return tc, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "id":
 			hasID = true
-			tc.ID, p = s.getString(l.F("id"))
+			tc.ID, p = s.Str(l.F("id"))
 		case "type":
 			hasType = true
 			var typ []byte
-			if typ, p = s.getStringRaw(l.F("type")); p == nil && string(typ) != "function" {
-				p = bad(l.F("type"), "Invalid value for '%s': '%s'. Only 'function' tool calls are supported.", l.F("type"), typ)
+			if typ, p = s.StrRaw(l.F("type")); p == nil && string(typ) != "function" {
+				p = words.Bad(l.F("type"), "Invalid value for '%s': '%s'. Only 'function' tool calls are supported.", l.F("type"), typ)
 			}
 		case "function":
 			hasFn = true
 			fl := l.F("function")
-			if p = s.object(fl); p != nil {
-				break
-			}
-			for first := true; ; first = false {
-				var key []byte
-				if key, ok, p = s.NextKey(first); p != nil || !ok {
-					break
-				}
+			p = s.Members(fl, func(key []byte) (p *failure.Public) {
 				switch string(key) {
 				case "name":
 					hasName = true
-					tc.Name, p = s.getString(fl.F("name"))
+					tc.Name, p = s.Str(fl.F("name"))
 				case "arguments":
 					hasArgs = true
-					tc.Arguments, p = s.getString(fl.F("arguments"))
+					tc.Arguments, p = s.Str(fl.F("arguments"))
 				case "parsed_arguments":
 					// The SDK helpers' parse of arguments, echoed back.
 					p = s.Skip()
 				default:
-					p = unrecognized(fl.F(string(key)))
+					p = words.Unknown(fl.F(string(key)))
 				}
-				if p != nil {
-					break
-				}
-			}
+				return p
+			})
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return tc, p
-		}
+		return p
+	}); p != nil {
+		return tc, p
 	}
 	switch {
 	case !hasID:
-		return tc, missing(l.F("id"))
+		return tc, words.Missing(l.F("id"))
 	case tc.ID == "":
-		return tc, bad(l.F("id"), "Invalid value for '%s': it must not be empty.", l.F("id"))
+		return tc, words.Bad(l.F("id"), "Invalid value for '%s': it must not be empty.", l.F("id"))
 	case !hasType:
-		return tc, missing(l.F("type"))
+		return tc, words.Missing(l.F("type"))
 	case !hasFn:
-		return tc, missing(l.F("function"))
+		return tc, words.Missing(l.F("function"))
 	case !hasName:
-		return tc, missing(l.F("function").F("name"))
+		return tc, words.Missing(l.F("function").F("name"))
 	case tc.Name == "":
-		return tc, bad(l.F("function").F("name"), "Invalid value for '%s': it must not be empty.", l.F("function").F("name"))
+		return tc, words.Bad(l.F("function").F("name"), "Invalid value for '%s': it must not be empty.", l.F("function").F("name"))
 	case !hasArgs:
-		return tc, missing(l.F("function").F("arguments"))
+		return tc, words.Missing(l.F("function").F("arguments"))
 	}
 	if tc.Arguments == "" {
 		tc.Arguments = "{}"

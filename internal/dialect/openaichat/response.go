@@ -4,7 +4,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 )
 
 // finishReason maps a canonical stop reason to OpenAI's finish_reason.
@@ -25,24 +25,24 @@ func finishReason(r canonical.StopReason) string {
 // AppendResponse appends a chat.completion object.
 func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request, resp *canonical.Response) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = jsonw.AppendString(dst, m.ID)
+	dst = jsonwrite.AppendString(dst, m.ID)
 	dst = append(dst, `,"object":"chat.completion","created":`...)
-	dst = jsonw.AppendInt(dst, m.Created)
+	dst = jsonwrite.AppendInt(dst, m.Created)
 	dst = append(dst, `,"model":`...)
-	dst = jsonw.AppendString(dst, m.Model)
+	dst = jsonwrite.AppendString(dst, m.Model)
 	dst = append(dst, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	// An answer made only of tool calls or a refusal has null content, as
 	// OpenAI sends it; an empty answer is "".
 	if resp.Text == "" && (resp.Refusal != "" || len(resp.ToolCalls) > 0) {
 		dst = append(dst, "null"...)
 	} else {
-		dst = jsonw.AppendString(dst, resp.Text)
+		dst = jsonwrite.AppendString(dst, resp.Text)
 	}
 	dst = append(dst, `,"refusal":`...)
-	dst = jsonw.AppendStringOrNull(dst, resp.Refusal)
+	dst = jsonwrite.AppendStringOrNull(dst, resp.Refusal)
 	if t := dialect.ThinkingText(resp.Thinking); t != "" {
 		dst = append(dst, `,"reasoning_content":`...)
-		dst = jsonw.AppendString(dst, t)
+		dst = jsonwrite.AppendString(dst, t)
 	}
 	if len(resp.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
@@ -51,15 +51,15 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"id":`...)
-			dst = jsonw.AppendString(dst, tc.ID)
+			dst = jsonwrite.AppendString(dst, tc.ID)
 			dst = append(dst, `,"type":"function","function":{"name":`...)
-			dst = jsonw.AppendString(dst, tc.Name)
+			dst = jsonwrite.AppendString(dst, tc.Name)
 			dst = append(dst, `,"arguments":`...)
 			args := tc.Arguments
 			if args == "" {
 				args = "{}"
 			}
-			dst = jsonw.AppendString(dst, args)
+			dst = jsonwrite.AppendString(dst, args)
 			dst = append(dst, "}}"...)
 		}
 		dst = append(dst, ']')
@@ -75,15 +75,15 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 // are always zero: the gateway supports neither.
 func appendUsage(dst []byte, u canonical.Usage) []byte {
 	dst = append(dst, `{"prompt_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.InputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.InputTokens))
 	dst = append(dst, `,"completion_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.OutputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.OutputTokens))
 	dst = append(dst, `,"total_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.InputTokens+u.OutputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.InputTokens+u.OutputTokens))
 	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.CachedInputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.CachedInputTokens))
 	dst = append(dst, `,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.ReasoningTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.ReasoningTokens))
 	return append(dst, `,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
 }
 
@@ -119,12 +119,12 @@ func errorType(status int) string {
 // AppendError appends {"error":{"message","type","param","code"}}.
 func (*Dialect) AppendError(dst []byte, e *failure.Public) []byte {
 	dst = append(dst, `{"error":{"message":`...)
-	dst = jsonw.AppendString(dst, e.Message)
+	dst = jsonwrite.AppendString(dst, e.Message)
 	dst = append(dst, `,"type":"`...)
 	dst = append(dst, errorType(e.Status)...)
 	dst = append(dst, `","param":`...)
-	dst = jsonw.AppendStringOrNull(dst, e.Param)
+	dst = jsonwrite.AppendStringOrNull(dst, e.Param)
 	dst = append(dst, `,"code":`...)
-	dst = jsonw.AppendStringOrNull(dst, e.Code)
+	dst = jsonwrite.AppendStringOrNull(dst, e.Code)
 	return append(dst, "}}"...)
 }

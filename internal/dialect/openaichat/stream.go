@@ -4,7 +4,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"strconv"
 )
 
@@ -27,11 +27,11 @@ type encoder struct {
 func (*Dialect) NewEncoder(m dialect.Meta, req *canonical.Request) dialect.Encoder {
 	buf := make([]byte, 0, 160+len(m.ID)+len(m.Model))
 	buf = append(buf, `data: {"id":`...)
-	buf = jsonw.AppendString(buf, m.ID)
+	buf = jsonwrite.AppendString(buf, m.ID)
 	buf = append(buf, `,"object":"chat.completion.chunk","created":`...)
-	buf = jsonw.AppendInt(buf, m.Created)
+	buf = jsonwrite.AppendInt(buf, m.Created)
 	buf = append(buf, `,"model":`...)
-	buf = jsonw.AppendString(buf, m.Model)
+	buf = jsonwrite.AppendString(buf, m.Model)
 	buf = append(buf, `,"system_fingerprint":null,"choices":`...)
 	head := len(buf)
 	buf = append(buf, `[{"index":0,"delta":`...)
@@ -64,7 +64,7 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		} else {
 			dst = append(dst, `{"refusal":`...)
 		}
-		dst = jsonw.AppendString(dst, ev.Text)
+		dst = jsonwrite.AppendString(dst, ev.Text)
 		dst = append(dst, '}')
 	case canonical.EventThinkingDelta:
 		// Chat has no reasoning field of its own; reasoning_content is the
@@ -75,16 +75,16 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		}
 		dst = append(dst, e.pre...)
 		dst = append(dst, `{"reasoning_content":`...)
-		dst = jsonw.AppendString(dst, ev.Text)
+		dst = jsonwrite.AppendString(dst, ev.Text)
 		dst = append(dst, '}')
 	case canonical.EventToolCallStart:
 		dst = append(dst, e.pre...)
 		dst = append(dst, `{"tool_calls":[{"index":`...)
-		dst = jsonw.AppendInt(dst, int64(ev.Index))
+		dst = jsonwrite.AppendInt(dst, int64(ev.Index))
 		dst = append(dst, `,"id":`...)
-		dst = jsonw.AppendString(dst, ev.ID)
+		dst = jsonwrite.AppendString(dst, ev.ID)
 		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = jsonw.AppendString(dst, ev.Name)
+		dst = jsonwrite.AppendString(dst, ev.Name)
 		dst = append(dst, `,"arguments":""}}]}`...)
 	case canonical.EventToolCallDelta:
 		if ev.Text == "" {
@@ -92,9 +92,9 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		}
 		dst = append(dst, e.pre...)
 		dst = append(dst, `{"tool_calls":[{"index":`...)
-		dst = jsonw.AppendInt(dst, int64(ev.Index))
+		dst = jsonwrite.AppendInt(dst, int64(ev.Index))
 		dst = append(dst, `,"function":{"arguments":`...)
-		dst = jsonw.AppendString(dst, ev.Text)
+		dst = jsonwrite.AppendString(dst, ev.Text)
 		dst = append(dst, `}}]}`...)
 	default:
 		return dst
@@ -123,12 +123,12 @@ func (e *encoder) Finish(dst []byte, stop canonical.StopReason, _ string, u cano
 // mistake the truncated answer for a complete one.
 func (e *encoder) Interrupt(dst []byte, pe *failure.Public, deliveredTokens int) []byte {
 	dst = append(dst, `data: {"error":{"message":`...)
-	dst = jsonw.AppendString(dst, pe.Message)
+	dst = jsonwrite.AppendString(dst, pe.Message)
 	dst = append(dst, `,"type":"stream_interrupted","code":`...)
-	dst = jsonw.AppendStringOrNull(dst, pe.Code)
+	dst = jsonwrite.AppendStringOrNull(dst, pe.Code)
 	dst = append(dst, `,"param":null,"retryable":`...)
 	dst = strconv.AppendBool(dst, pe.Retryable)
 	dst = append(dst, `,"delivered_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(deliveredTokens))
+	dst = jsonwrite.AppendInt(dst, int64(deliveredTokens))
 	return append(dst, "}}\n\n"...)
 }

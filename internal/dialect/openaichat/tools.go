@@ -1,168 +1,99 @@
 package openaichat
 
 import (
-	"encoding/json"
-
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
 func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
-	l := field("tools")
-	if isNull, p := s.skipNull(); isNull || p != nil {
-		return nil, p
+	l := words.Field("tools")
+	given := s.Peek() != 'n'
+	out, p := s.Tools(l, func(at loc) (canonical.Tool, *failure.Public) { return decodeTool(s, at) },
+		func(at loc, name string) *failure.Public {
+			nl := at.F("function").F("name")
+			return words.Bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, name)
+		})
+	if p == nil && given && len(out) == 0 {
+		return nil, words.Bad(l, "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
-	if p := s.array(l); p != nil {
-		return nil, p
-	}
-	var out []canonical.Tool
-	var names dialect.Index // unique names, checked in constant time
-	for i := 0; ; i++ {
-		ok, p := s.NextElem(i == 0)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
-		t, p := decodeTool(s, l.At(i))
-		if p != nil {
-			return nil, p
-		}
-		if _, dup := names.Add(t.Name); dup {
-			nl := l.At(i).F("function").F("name")
-			return nil, bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, t.Name)
-		}
-		out = append(out, t)
-	}
-	if len(out) == 0 {
-		return nil, bad(l, "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.")
-	}
-	return out, nil
+	return out, p
 }
 
 func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
-	if p := s.object(l); p != nil {
-		return t, p
-	}
 	var hasType, hasFn bool
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return t, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
 			var typ []byte
-			if typ, p = s.getStringRaw(l.F("type")); p == nil && string(typ) != "function" {
-				p = bad(l.F("type"), "Invalid value for '%s': '%s'. Only 'function' tools are supported by this gateway.", l.F("type"), typ)
+			if typ, p = s.StrRaw(l.F("type")); p == nil && string(typ) != "function" {
+				p = words.Bad(l.F("type"), "Invalid value for '%s': '%s'. Only 'function' tools are supported by this gateway.", l.F("type"), typ)
 			}
 		case "function":
 			hasFn = true
 			t, p = decodeFunction(s, l.F("function"))
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return t, p
-		}
+		return p
+	}); p != nil {
+		return t, p
 	}
 	switch {
 	case !hasType:
-		return t, missing(l.F("type"))
+		return t, words.Missing(l.F("type"))
 	case !hasFn:
-		return t, missing(l.F("function"))
+		return t, words.Missing(l.F("function"))
 	}
 	return t, nil
 }
 
 func decodeFunction(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
-	if p := s.object(l); p != nil {
-		return t, p
-	}
 	hasName := false
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return t, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "name":
 			hasName = true
-			if t.Name, p = s.getString(l.F("name")); p == nil && !dialect.ValidToolName(t.Name) {
-				p = bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
+			if t.Name, p = s.Str(l.F("name")); p == nil && !dialect.ValidToolName(t.Name) {
+				p = words.Bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
 			}
 		case "description":
-			if isNull, np := s.skipNull(); isNull || np != nil {
+			if isNull, np := s.Null(); isNull || np != nil {
 				p = np
 				break
 			}
-			t.Description, p = s.getString(l.F("description"))
+			t.Description, p = s.Str(l.F("description"))
 		case "parameters":
-			t.Parameters, p = s.schema(l.F("parameters"))
+			t.Parameters, p = s.Schema(l.F("parameters"))
 		case "strict":
 			var b *bool
-			if b, p = s.optBool(l.F("strict")); b != nil {
+			if b, p = s.OptBool(l.F("strict")); b != nil {
 				t.Strict = *b
 			}
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return t, p
-		}
+		return p
+	}); p != nil {
+		return t, p
 	}
 	if !hasName {
-		return t, missing(l.F("name"))
+		return t, words.Missing(l.F("name"))
 	}
 	return t, nil
-}
-
-// schema reads a JSON Schema kept as raw JSON: an object, or null for none.
-func (s *scanner) schema(l loc) (json.RawMessage, *failure.Public) {
-	if isNull, p := s.skipNull(); isNull || p != nil {
-		return nil, p
-	}
-	if s.Peek() != '{' {
-		return nil, s.typeErr(l, "an object (a JSON Schema)")
-	}
-	return s.Raw()
 }
 
 // decodeToolChoice returns the choice and where a function name was given
 // (checked against tools once all fields are read).
 func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) {
-	l := field("tool_choice")
-	switch s.Peek() {
-	case 'n':
-		return nil, l, s.Literal("null")
-	case '"':
-		v, p := s.RawString()
-		if p != nil {
-			return nil, l, p
-		}
-		switch string(v) {
-		case "none":
-			return &canonical.ToolChoice{Mode: canonical.ToolChoiceNone}, l, nil
-		case "auto":
-			return &canonical.ToolChoice{Mode: canonical.ToolChoiceAuto}, l, nil
-		case "required":
-			return &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, l, nil
-		}
-		return nil, l, bad(l, "Invalid value for 'tool_choice': '%s'. Supported values are: 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": \"...\"}}.", v)
-	case '{':
-	default:
-		return nil, l, s.typeErr(l, "a string or an object")
+	l := words.Field("tool_choice")
+	tc, object, p := s.ToolChoiceMode(l, func(v []byte) *failure.Public {
+		return words.Bad(l, "Invalid value for 'tool_choice': '%s'. Supported values are: 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": \"...\"}}.", v)
+	})
+	if !object || p != nil {
+		return tc, l, p
 	}
-	s.Open()
 	var (
 		typ       []byte
 		name      string
@@ -172,71 +103,52 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 		otherKeys string
 	)
 	fl := l.F("function")
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, l, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.getStringRaw(l.F("type"))
+			typ, p = s.StrRaw(l.F("type"))
 		case "function":
 			hasFn = true
-			if p = s.object(fl); p != nil {
-				break
-			}
-			for first := true; ; first = false {
-				var k []byte
-				if k, ok, p = s.NextKey(first); p != nil || !ok {
-					break
-				}
+			p = s.Members(fl, func(k []byte) *failure.Public {
 				if string(k) != "name" {
-					p = unrecognized(fl.F(string(k)))
-					break
+					return words.Unknown(fl.F(string(k)))
 				}
 				hasName = true
-				name, p = s.getString(fl.F("name"))
-				if p != nil {
-					break
-				}
-			}
+				var p *failure.Public
+				name, p = s.Str(fl.F("name"))
+				return p
+			})
 		case "custom", "allowed_tools", "name":
 			// Members of tool_choice forms this gateway does not support;
 			// the type check below names the form.
 			otherKeys = string(key)
 			p = s.Skip()
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return nil, l, p
-		}
+		return p
+	}); p != nil {
+		return nil, l, p
 	}
 	switch {
 	case !hasType:
-		return nil, l, missing(l.F("type"))
+		return nil, l, words.Missing(l.F("type"))
 	case string(typ) != "function":
-		return nil, l, bad(l.F("type"), "Invalid value for 'tool_choice.type': '%s'. Only {\"type\": \"function\", \"function\": {\"name\": \"...\"}} is supported by this gateway.", typ)
+		return nil, l, words.Bad(l.F("type"), "Invalid value for 'tool_choice.type': '%s'. Only {\"type\": \"function\", \"function\": {\"name\": \"...\"}} is supported by this gateway.", typ)
 	case otherKeys != "":
-		return nil, l, unrecognized(l.F(otherKeys))
+		return nil, l, words.Unknown(l.F(otherKeys))
 	case !hasFn:
-		return nil, l, missing(fl)
+		return nil, l, words.Missing(fl)
 	case !hasName:
-		return nil, l, missing(fl.F("name"))
+		return nil, l, words.Missing(fl.F("name"))
 	}
 	return &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: name}, fl.F("name"), nil
 }
 
 func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Public) {
-	l := field("response_format")
-	if isNull, p := s.skipNull(); isNull || p != nil {
-		return nil, p
-	}
-	if p := s.object(l); p != nil {
+	l := words.Field("response_format")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
 	var (
@@ -247,35 +159,28 @@ func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Publi
 		hasName   bool
 	)
 	sl := l.F("json_schema")
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
-			typ, p = s.getStringRaw(l.F("type"))
+			typ, p = s.StrRaw(l.F("type"))
 		case "json_schema":
 			hasSchema = true
 			hasName, p = decodeJSONSchema(s, sl, &rf)
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return nil, p
-		}
+		return p
+	}); p != nil {
+		return nil, p
 	}
 	if !hasType {
-		return nil, missing(l.F("type"))
+		return nil, words.Missing(l.F("type"))
 	}
 	switch string(typ) {
 	case "text", "json_object":
 		if hasSchema {
-			return nil, bad(sl, "Invalid parameter: 'response_format.json_schema' is only allowed when 'response_format.type' is 'json_schema'.")
+			return nil, words.Bad(sl, "Invalid parameter: 'response_format.json_schema' is only allowed when 'response_format.type' is 'json_schema'.")
 		}
 		if string(typ) == "text" {
 			return nil, nil // plain text is the canonical default
@@ -284,18 +189,18 @@ func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Publi
 	case "json_schema":
 		switch {
 		case !hasSchema:
-			return nil, missing(sl)
+			return nil, words.Missing(sl)
 		case !hasName:
-			return nil, missing(sl.F("name"))
+			return nil, words.Missing(sl.F("name"))
 		}
 		rf.Type = canonical.FormatJSONSchema
 		return &rf, nil
 	}
-	return nil, bad(l.F("type"), "Invalid value for 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", typ)
+	return nil, words.Bad(l.F("type"), "Invalid value for 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", typ)
 }
 
 func decodeJSONSchema(s *scanner, l loc, rf *canonical.ResponseFormat) (hasName bool, _ *failure.Public) {
-	if p := s.object(l); p != nil {
+	if p := s.Object(l); p != nil {
 		return false, p
 	}
 	for first := true; ; first = false {
@@ -306,20 +211,20 @@ func decodeJSONSchema(s *scanner, l loc, rf *canonical.ResponseFormat) (hasName 
 		switch string(key) {
 		case "name":
 			hasName = true
-			if rf.Name, p = s.getString(l.F("name")); p == nil && !dialect.ValidToolName(rf.Name) {
-				p = bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
+			if rf.Name, p = s.Str(l.F("name")); p == nil && !dialect.ValidToolName(rf.Name) {
+				p = words.Bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
 			}
 		case "description":
-			p = s.optString(l.F("description"))
+			_, _, p = s.OptStr(l.F("description"))
 		case "schema":
-			rf.Schema, p = s.schema(l.F("schema"))
+			rf.Schema, p = s.Schema(l.F("schema"))
 		case "strict":
 			var b *bool
-			if b, p = s.optBool(l.F("strict")); b != nil {
+			if b, p = s.OptBool(l.F("strict")); b != nil {
 				rf.Strict = *b
 			}
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
 		if p != nil {
 			return hasName, p

@@ -45,14 +45,14 @@ func decodeContent(v contentValue, role string, cl loc) ([]canonical.Part, *fail
 			if role == "user" {
 				return nil
 			}
-			return bad(pl.F("type"), "Invalid value for '%s': 'input_image' content parts are only allowed in user messages.", pl.F("type"))
+			return words.Bad(pl.F("type"), "Invalid value for '%s': 'input_image' content parts are only allowed in user messages.", pl.F("type"))
 		case "output_text", "refusal":
 			if role == "assistant" {
 				return nil
 			}
-			return bad(pl.F("type"), "Invalid value for '%s': '%s' content parts are only allowed in assistant messages.", pl.F("type"), typ)
+			return words.Bad(pl.F("type"), "Invalid value for '%s': '%s' content parts are only allowed in assistant messages.", pl.F("type"), typ)
 		}
-		return bad(pl.F("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text', 'input_image' and, in assistant messages, 'output_text' and 'refusal'.", pl.F("type"), typ)
+		return words.Bad(pl.F("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text', 'input_image' and, in assistant messages, 'output_text' and 'refusal'.", pl.F("type"), typ)
 	})
 }
 
@@ -68,7 +68,7 @@ func decodeOutput(v contentValue, ol loc) ([]canonical.Part, *failure.Public) {
 		case "input_text", "input_image":
 			return nil
 		}
-		return bad(pl.F("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text' and 'input_image'.", pl.F("type"), typ)
+		return words.Bad(pl.F("type"), "Invalid value for '%s': '%s'. Supported values are: 'input_text' and 'input_image'.", pl.F("type"), typ)
 	})
 }
 
@@ -92,7 +92,7 @@ func decodeParts(s *scanner, cl loc, allow func(typ []byte, pl loc) *failure.Pub
 		out = append(out, part)
 	}
 	if len(out) == 0 {
-		return nil, bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
+		return nil, words.Bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
 	}
 	return out, nil
 }
@@ -107,40 +107,30 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 		url           string
 		hasURL        bool
 	)
-	if p := s.object(pl); p != nil {
-		return part, p
-	}
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return part, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(pl, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			seen |= pType
-			typ, p = s.strRaw(pl.F("type"))
+			typ, p = s.StrRaw(pl.F("type"))
 		case "text":
 			seen |= pText
-			text, p = s.str(pl.F("text"))
+			text, p = s.Str(pl.F("text"))
 		case "refusal":
 			seen |= pRefusal
-			refusal, p = s.str(pl.F("refusal"))
+			refusal, p = s.Str(pl.F("refusal"))
 		case "image_url":
 			seen |= pImageURL
-			url, hasURL, p = s.optStr(pl.F("image_url"))
+			url, hasURL, p = s.OptStr(pl.F("image_url"))
 		case "file_id":
 			seen |= pFileID
 			var given bool
-			if _, given, p = s.optStr(pl.F("file_id")); p == nil && !given {
+			if _, given, p = s.OptStr(pl.F("file_id")); p == nil && !given {
 				seen &^= pFileID
 			}
 		case "detail":
 			// Tunes the provider's image cost; no canonical counterpart.
 			seen |= pDetail
-			p = s.optEnum(pl.F("detail"), "auto", "low", "high", "original")
+			p = optEnum(s, pl.F("detail"), "auto", "low", "high", "original")
 		case "annotations", "logprobs":
 			// Output metadata in assistant history; nothing to pass on.
 			name := "logprobs"
@@ -149,10 +139,10 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 			} else {
 				seen |= pLogprobs
 			}
-			p = s.optArray(pl.F(name))
+			p = s.OptArray(pl.F(name))
 		case "prompt_cache_breakpoint":
 			seen |= pCache
-			p = s.optObject(pl.F("prompt_cache_breakpoint"))
+			p = s.OptObject(pl.F("prompt_cache_breakpoint"))
 		case "parsed":
 			// The SDK helpers' parse of the text (responses.parse, the
 			// stream helper), echoed with the output; nothing to pass on.
@@ -164,13 +154,13 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 			}
 			p = s.Skip()
 		}
-		if p != nil {
-			return part, p
-		}
+		return p
+	}); p != nil {
+		return part, p
 	}
 	tl := pl.F("type")
 	if seen&pType == 0 {
-		return part, missing(tl)
+		return part, words.Missing(tl)
 	}
 	var mask uint16
 	switch string(typ) {
@@ -183,39 +173,39 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 	case "input_image":
 		mask = allowImage
 	case "input_file", "input_audio":
-		return part, bad(tl, "Invalid value for '%s': '%s' content parts are not supported by spillway; send text or 'input_image' parts.", tl, typ)
+		return part, words.Bad(tl, "Invalid value for '%s': '%s' content parts are not supported by spillway; send text or 'input_image' parts.", tl, typ)
 	}
 	if p := allow(typ, pl); p != nil {
 		return part, p
 	}
 	if other != "" {
-		return part, unrecognized(pl.F(other))
+		return part, words.Unknown(pl.F(other))
 	}
 	if extra := seen &^ mask; extra != 0 {
 		for b, name := range partMemberNames {
 			if extra&(1<<b) != 0 {
-				return part, bad(pl.F(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.F(name), typ)
+				return part, words.Bad(pl.F(name), "Invalid parameter: '%s' is not allowed on a content part of type '%s'.", pl.F(name), typ)
 			}
 		}
 	}
 	switch string(typ) {
 	case "input_text", "output_text":
 		if seen&pText == 0 {
-			return part, missing(pl.F("text"))
+			return part, words.Missing(pl.F("text"))
 		}
 		return canonical.TextPart(text), nil
 	case "refusal":
 		if seen&pRefusal == 0 {
-			return part, missing(pl.F("refusal"))
+			return part, words.Missing(pl.F("refusal"))
 		}
 		return canonical.TextPart(refusal), nil
 	}
 	// input_image
 	if seen&pFileID != 0 {
-		return part, unsupported(pl.F("file_id"), "spillway does not store files; send the image as 'image_url' (an http(s) URL or a data URL)")
+		return part, words.Unsupported(pl.F("file_id"), "spillway does not store files; send the image as 'image_url' (an http(s) URL or a data URL)")
 	}
 	if !hasURL {
-		return part, missing(pl.F("image_url"))
+		return part, words.Missing(pl.F("image_url"))
 	}
 	return imagePart(url, pl.F("image_url"))
 }
@@ -224,7 +214,7 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 func imagePart(url string, l loc) (canonical.Part, *failure.Public) {
 	part, problem := dialect.ImageURLPart(url)
 	if problem != "" {
-		return part, bad(l, "Invalid '%s': %s.", l, problem)
+		return part, words.Bad(l, "Invalid '%s': %s.", l, problem)
 	}
 	return part, nil
 }

@@ -1,12 +1,11 @@
 package openairesponses
 
 import (
-	"bytes"
 	"net/http"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
-	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
+	"github.com/spillway-gw/spillway/internal/dialect/fields"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -37,19 +36,7 @@ const minOutputTokens = 16
 // so decoding costs one allocation for all unescaped text and the caller may
 // reuse body at once.
 func (*Dialect) Decode(body []byte, _ http.Header) (*canonical.Request, *failure.Public) {
-	s := scanner{jsonscan.New(bytes.Clone(body))}
-	req, p := decodeRequest(&s)
-	if p != nil && !s.IsSyntax(p) {
-		// A parse-then-validate server reports broken JSON before any
-		// field error, wherever in the body the break is.
-		if sp := jsonscan.Validate(body); sp != nil {
-			return nil, sp
-		}
-	}
-	if p != nil {
-		return nil, p
-	}
-	return req, nil
+	return fields.Decode(body, &words, new(request))
 }
 
 // request holds what the top-level loop has read so far.
@@ -63,69 +50,42 @@ type request struct {
 	toolChoiceAt     loc    // where a named tool choice was given
 }
 
-func decodeRequest(s *scanner) (*canonical.Request, *failure.Public) {
-	if s.Peek() != '{' {
-		return nil, failure.BadRequest("", "request body must be a JSON object, but got %s instead", s.Kind())
-	}
-	s.Open()
-	var r request
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
-		if p := r.field(s, key); p != nil {
-			return nil, p
-		}
-	}
-	if p := s.End(); p != nil {
-		return nil, p
-	}
-	if p := r.check(); p != nil {
-		return nil, p
-	}
-	return &r.Request, nil
-}
+// Canonical is the request in canonical form.
+func (r *request) Canonical() *canonical.Request { return &r.Request }
 
-// field reads one top-level member. Duplicate keys: the last one wins, as
+// Member reads one top-level member. Duplicate keys: the last one wins, as
 // with encoding/json and Python's json.
-func (r *request) field(s *scanner, key []byte) *failure.Public {
+func (r *request) Member(s *scanner, key []byte) *failure.Public {
 	var p *failure.Public
 	// Literal names keep loc from pinning a copy of the key.
 	switch string(key) {
 	case "model":
-		l := field("model")
 		r.hasModel = true
-		if r.Model, p = s.str(l); p == nil && r.Model == "" {
-			p = bad(l, "Invalid 'model': you must provide a model name.")
-		}
+		r.Model, p = s.Model()
 	case "input":
 		r.hasInput = true
 		r.inputSystem, r.Messages, p = decodeInput(s)
 	case "instructions":
-		l := field("instructions")
-		r.instructions, _, p = s.optStr(l)
+		l := words.Field("instructions")
+		r.instructions, _, p = s.OptStr(l)
 	case "max_output_tokens":
-		l := field("max_output_tokens")
-		if isNull, np := s.null(); isNull || np != nil {
+		l := words.Field("max_output_tokens")
+		if isNull, np := s.Null(); isNull || np != nil {
 			return np
 		}
-		if r.MaxTokens, p = s.integer(l); p == nil && r.MaxTokens < minOutputTokens {
-			p = bad(l, "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= %d, but got %d instead.", minOutputTokens, r.MaxTokens)
+		if r.MaxTokens, p = s.Int(l); p == nil && r.MaxTokens < minOutputTokens {
+			p = words.Bad(l, "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= %d, but got %d instead.", minOutputTokens, r.MaxTokens)
 		}
 	case "temperature":
-		l := field("temperature")
-		r.Temperature, p = s.optRange(l, 0, 2)
+		l := words.Field("temperature")
+		r.Temperature, p = s.Range(l, 0, 2)
 	case "top_p":
-		l := field("top_p")
-		r.TopP, p = s.optRange(l, 0, 1)
+		l := words.Field("top_p")
+		r.TopP, p = s.Range(l, 0, 1)
 	case "stream":
-		l := field("stream")
+		l := words.Field("stream")
 		var b *bool
-		if b, p = s.optBool(l); b != nil {
+		if b, p = s.OptBool(l); b != nil {
 			r.Stream = *b
 		}
 	case "stream_options":
@@ -135,90 +95,90 @@ func (r *request) field(s *scanner, key []byte) *failure.Public {
 	case "tool_choice":
 		r.ToolChoice, r.toolChoiceAt, p = decodeToolChoice(s)
 	case "parallel_tool_calls":
-		l := field("parallel_tool_calls")
-		r.ParallelToolCalls, p = s.optBool(l)
+		l := words.Field("parallel_tool_calls")
+		r.ParallelToolCalls, p = s.OptBool(l)
 	case "text":
 		r.ResponseFormat, p = decodeText(s)
 
 	// Stateless: each of these asks the gateway to remember or fetch state.
 	case "store":
-		l := field("store")
+		l := words.Field("store")
 		var b *bool
-		if b, p = s.optBool(l); p == nil && b != nil && *b {
-			p = bad(l, "Invalid value for 'store': true. %s; send 'store': false or leave it out.", stateless)
+		if b, p = s.OptBool(l); p == nil && b != nil && *b {
+			p = words.Bad(l, "Invalid value for 'store': true. %s; send 'store': false or leave it out.", stateless)
 		}
 	case "previous_response_id":
-		l := field("previous_response_id")
+		l := words.Field("previous_response_id")
 		var given bool
-		if _, given, p = s.optStr(l); p == nil && given {
-			p = bad(l, "'previous_response_id' is not supported: %s.", stateless)
+		if _, given, p = s.OptStr(l); p == nil && given {
+			p = words.Bad(l, "'previous_response_id' is not supported: %s.", stateless)
 		}
 	case "conversation":
-		l := field("conversation")
-		if isNull, np := s.null(); isNull || np != nil {
+		l := words.Field("conversation")
+		if isNull, np := s.Null(); isNull || np != nil {
 			return np
 		}
 		if c := s.Peek(); c != '"' && c != '{' {
-			return s.typeErr(l, "a string or an object")
+			return s.TypeErr(l, "a string or an object")
 		}
 		if p = s.Skip(); p == nil {
-			p = bad(l, "'conversation' is not supported: %s.", stateless)
+			p = words.Bad(l, "'conversation' is not supported: %s.", stateless)
 		}
 	case "background":
-		l := field("background")
+		l := words.Field("background")
 		var b *bool
-		if b, p = s.optBool(l); p == nil && b != nil && *b {
-			p = bad(l, "Invalid value for 'background': true. spillway does not store responses, so background mode is not available; send the request without it and read the answer (or its stream) directly.")
+		if b, p = s.OptBool(l); p == nil && b != nil && *b {
+			p = words.Bad(l, "Invalid value for 'background': true. spillway does not store responses, so background mode is not available; send the request without it and read the answer (or its stream) directly.")
 		}
 	case "prompt":
-		l := field("prompt")
-		if isNull, np := s.null(); isNull || np != nil {
+		l := words.Field("prompt")
+		if isNull, np := s.Null(); isNull || np != nil {
 			return np
 		}
-		if p = s.object(l); p == nil {
-			p = bad(l, "'prompt' is not supported: spillway does not store prompt templates; send the prompt in 'instructions' and 'input'.")
+		if p = s.Object(l); p == nil {
+			p = words.Bad(l, "'prompt' is not supported: spillway does not store prompt templates; send the prompt in 'instructions' and 'input'.")
 		}
 	case "include":
 		p = decodeInclude(s)
 
 	// Accepted and ignored: no canonical counterpart, no effect on the answer's shape.
 	case "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "service_tier":
-		_, _, p = s.optStr(field(literal(key, "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "service_tier")))
+		_, _, p = s.OptStr(words.Field(literal(key, "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "service_tier")))
 	case "metadata":
-		l := field("metadata")
-		p = s.optObject(l)
+		l := words.Field("metadata")
+		p = s.OptObject(l)
 	case "truncation":
-		l := field("truncation")
-		if isNull, np := s.null(); isNull || np != nil {
+		l := words.Field("truncation")
+		if isNull, np := s.Null(); isNull || np != nil {
 			return np
 		}
 		var v []byte
-		if v, p = s.strRaw(l); p == nil && string(v) != "disabled" {
+		if v, p = s.StrRaw(l); p == nil && string(v) != "disabled" {
 			if string(v) == "auto" {
-				p = unsupported(l, "spillway never drops input items to fit the context window; send 'disabled' or leave it out")
+				p = words.Unsupported(l, "spillway never drops input items to fit the context window; send 'disabled' or leave it out")
 			} else {
-				p = bad(l, "Invalid value for 'truncation': '%s'. Supported values are: 'auto' and 'disabled'.", v)
+				p = words.Bad(l, "Invalid value for 'truncation': '%s'. Supported values are: 'auto' and 'disabled'.", v)
 			}
 		}
 	case "max_tool_calls":
-		l := field("max_tool_calls")
-		if isNull, np := s.null(); isNull || np != nil {
+		l := words.Field("max_tool_calls")
+		if isNull, np := s.Null(); isNull || np != nil {
 			return np
 		}
 		var n int
-		if n, p = s.integer(l); p == nil && n < 1 {
-			p = bad(l, "Invalid 'max_tool_calls': integer below minimum value. Expected a value >= 1, but got %d instead.", n)
+		if n, p = s.Int(l); p == nil && n < 1 {
+			p = words.Bad(l, "Invalid 'max_tool_calls': integer below minimum value. Expected a value >= 1, but got %d instead.", n)
 		}
 	case "reasoning":
 		r.Reasoning, p = decodeReasoning(s)
 	case "top_logprobs":
-		l := field("top_logprobs")
-		if isNull, np := s.null(); isNull || np != nil {
+		l := words.Field("top_logprobs")
+		if isNull, np := s.Null(); isNull || np != nil {
 			return np
 		}
 		var n int
-		if n, p = s.integer(l); p == nil && n != 0 {
-			p = unsupported(l, "token log probabilities are not available through every provider")
+		if n, p = s.Int(l); p == nil && n != 0 {
+			p = words.Unsupported(l, "token log probabilities are not available through every provider")
 		}
 	default:
 		// OpenAI's own wording and param for an unknown argument.
@@ -238,15 +198,15 @@ func literal(key []byte, names ...string) string {
 	return string(key)
 }
 
-// check applies the rules that span several fields.
-func (r *request) check() *failure.Public {
+// Check applies the rules that span several fields.
+func (r *request) Check() *failure.Public {
 	switch {
 	case !r.hasModel:
-		return missing(field("model"))
+		return words.Missing(words.Field("model"))
 	case !r.hasInput:
-		return missing(field("input"))
+		return words.Missing(words.Field("input"))
 	case r.hasStreamOptions && !r.Stream:
-		return bad(field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+		return words.Bad(words.Field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	}
 	r.System = joinSystem(r.instructions, r.inputSystem)
 	r.IncludeUsage = r.Stream // a Responses stream always ends with usage
@@ -260,10 +220,10 @@ func (r *request) check() *failure.Public {
 			r.ToolChoice = nil
 			return nil
 		}
-		return bad(field("tool_choice"), "Invalid value for 'tool_choice': '%s' needs 'tools'; declare the functions the model may call.", tc.Mode)
+		return words.Bad(words.Field("tool_choice"), "Invalid value for 'tool_choice': '%s' needs 'tools'; declare the functions the model may call.", tc.Mode)
 	}
 	if tc.Mode == canonical.ToolChoiceTool && !dialect.Declared(r.Tools, tc.Name) {
-		return bad(r.toolChoiceAt, "Invalid value for '%s': no function named '%s' is declared in 'tools'.", r.toolChoiceAt, tc.Name)
+		return words.Bad(r.toolChoiceAt, "Invalid value for '%s': no function named '%s' is declared in 'tools'.", r.toolChoiceAt, tc.Name)
 	}
 	return nil
 }
@@ -281,11 +241,11 @@ func joinSystem(instructions, inputSystem string) string {
 }
 
 func decodeStreamOptions(s *scanner) (given bool, _ *failure.Public) {
-	l := field("stream_options")
-	if isNull, p := s.null(); isNull || p != nil {
+	l := words.Field("stream_options")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return false, p
 	}
-	if p := s.object(l); p != nil {
+	if p := s.Object(l); p != nil {
 		return false, p
 	}
 	for first := true; ; first = false {
@@ -294,10 +254,10 @@ func decodeStreamOptions(s *scanner) (given bool, _ *failure.Public) {
 			return true, p
 		}
 		if string(key) != "include_obfuscation" {
-			return false, unrecognized(l.F(string(key)))
+			return false, words.Unknown(l.F(string(key)))
 		}
 		// The gateway never pads deltas, so either value is honoured.
-		if _, p := s.optBool(l.F("include_obfuscation")); p != nil {
+		if _, p := s.OptBool(l.F("include_obfuscation")); p != nil {
 			return false, p
 		}
 	}
@@ -307,57 +267,47 @@ func decodeStreamOptions(s *scanner) (given bool, _ *failure.Public) {
 // (encrypted reasoning, logprobs, built-in tool results) spillway cannot
 // get from every provider.
 func decodeInclude(s *scanner) *failure.Public {
-	l := field("include")
-	if isNull, p := s.null(); isNull || p != nil {
+	l := words.Field("include")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	if p := s.array(l); p != nil {
+	if p := s.Array(l); p != nil {
 		return p
 	}
 	ok, p := s.NextElem(true)
 	if p != nil || !ok {
 		return p
 	}
-	v, p := s.strRaw(l.At(0))
+	v, p := s.StrRaw(l.At(0))
 	if p != nil {
 		return p
 	}
-	return bad(l.At(0), "'%s' is not supported by spillway: including '%s' asks for data not available through every provider; send an empty 'include' or leave it out.", l.At(0), v)
+	return words.Bad(l.At(0), "'%s' is not supported by spillway: including '%s' asks for data not available through every provider; send an empty 'include' or leave it out.", l.At(0), v)
 }
 
 // decodeReasoning reads the reasoning settings: effort ("none" turns
 // reasoning off) and summary, which asks to see the reasoning.
 func decodeReasoning(s *scanner) (*canonical.Reasoning, *failure.Public) {
-	l := field("reasoning")
-	if isNull, p := s.null(); isNull || p != nil {
-		return nil, p
-	}
-	if p := s.object(l); p != nil {
+	l := words.Field("reasoning")
+	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
 	var r canonical.Reasoning
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.Members(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "effort":
-			r.Effort, p = s.optEnumValue(l.F("effort"), "none", "minimal", "low", "medium", "high", "xhigh", "max")
+			r.Effort, p = optEnumValue(s, l.F("effort"), "none", "minimal", "low", "medium", "high", "xhigh", "max")
 		case "summary", "generate_summary":
 			var v string
-			if v, p = s.optEnumValue(l.F(string(key)), "auto", "concise", "detailed"); v != "" {
+			if v, p = optEnumValue(s, l.F(string(key)), "auto", "concise", "detailed"); v != "" {
 				r.Show = true
 			}
 		default:
-			p = unrecognized(l.F(string(key)))
+			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return nil, p
-		}
+		return p
+	}); p != nil {
+		return nil, p
 	}
 	switch {
 	case r.Effort == "none":

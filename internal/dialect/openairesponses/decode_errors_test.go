@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spillway-gw/spillway/internal/dialect/jsonscan"
+	"github.com/spillway-gw/spillway/internal/json/jsonread"
 )
 
 // A minimal valid request to splice bad fields into.
@@ -46,7 +46,7 @@ var decodeErrorCases = []struct {
 	{"syntax error inside captured content", withInput(`{"role":"user","content":[{"type":"input_text","text":"a"},]}`), "", "not valid JSON"},
 	{"array body", `[1,2]`, "", "must be a JSON object, but got an array"},
 	{"string body", `"x"`, "", "must be a JSON object"},
-	{"too deep", `{"metadata":` + strings.Repeat("[", jsonscan.MaxDepth+2) + strings.Repeat("]", jsonscan.MaxDepth+2) + `}`, "", "nesting too deep"},
+	{"too deep", `{"metadata":` + strings.Repeat("[", jsonread.MaxDepth+2) + strings.Repeat("]", jsonread.MaxDepth+2) + `}`, "", "nesting too deep"},
 
 	// model and input.
 	{"model missing", `{"input":"hi"}`, "model", "Missing required parameter: 'model'"},

@@ -43,14 +43,14 @@ type contentValue struct {
 	parts []byte // nil for a string
 }
 
-func (s *scanner) contentValue(l loc) (v contentValue, p *failure.Public) {
+func readContentValue(s *scanner, l loc) (v contentValue, p *failure.Public) {
 	switch s.Peek() {
 	case '"':
-		v.text, p = s.Str()
+		v.text, p = s.Str(l)
 	case '[':
 		v.parts, p = s.Raw()
 	default:
-		p = s.typeErr(l, "a string or an array of content parts")
+		p = s.TypeErr(l, "a string or an array of content parts")
 	}
 	return v, p
 }
@@ -103,10 +103,10 @@ type conversation struct {
 // encrypted reasoning, which no rung can read, and the visible
 // conversation is complete without them.
 func decodeInput(s *scanner) (system string, _ []canonical.Message, _ *failure.Public) {
-	l := field("input")
+	l := words.Field("input")
 	switch s.Peek() {
 	case '"':
-		text, p := s.Str()
+		text, p := s.Str(l)
 		if p == nil && text == "" {
 			p = notEmpty(l)
 		}
@@ -116,7 +116,7 @@ func decodeInput(s *scanner) (system string, _ []canonical.Message, _ *failure.P
 		return "", []canonical.Message{{Role: canonical.RoleUser, Content: []canonical.Part{canonical.TextPart(text)}}}, nil
 	case '[':
 	default:
-		return "", nil, s.typeErr(l, "a string or an array of input items")
+		return "", nil, s.TypeErr(l, "a string or an array of input items")
 	}
 	s.Open()
 	c := conversation{out: make([]canonical.Message, 0, 4)}
@@ -139,7 +139,7 @@ func decodeInput(s *scanner) (system string, _ []canonical.Message, _ *failure.P
 		}
 	}
 	if n == 0 {
-		return "", nil, bad(l, "Invalid 'input': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+		return "", nil, words.Bad(l, "Invalid 'input': empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
 	if p := c.closeCalls(); p != nil {
 		return "", nil, p
@@ -149,52 +149,45 @@ func decodeInput(s *scanner) (system string, _ []canonical.Message, _ *failure.P
 
 // read scans one item's members, checking each value's JSON type.
 func (it *inputItem) read(s *scanner, il loc) *failure.Public {
-	if p := s.object(il); p != nil {
-		return p
-	}
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil || !ok {
-			return p
-		}
+	p := s.Members(il, func(key []byte) (p *failure.Public) {
 		// Literal names keep loc from pinning a copy of the key.
 		switch string(key) {
 		case "type":
 			it.seen |= mType
-			it.typ, p = s.strRaw(il.F("type"))
+			it.typ, p = s.StrRaw(il.F("type"))
 		case "role":
 			it.seen |= mRole
-			it.role, p = s.strRaw(il.F("role"))
+			it.role, p = s.StrRaw(il.F("role"))
 		case "content":
 			it.seen |= mContent
-			it.content, p = s.contentValue(il.F("content"))
+			it.content, p = readContentValue(s, il.F("content"))
 		case "output":
 			it.seen |= mOutput
-			it.output, p = s.contentValue(il.F("output"))
+			it.output, p = readContentValue(s, il.F("output"))
 		case "id":
 			it.seen |= mID
-			_, _, p = s.optStr(il.F("id"))
+			_, _, p = s.OptStr(il.F("id"))
 		case "status":
 			it.seen |= mStatus
-			p = s.optEnum(il.F("status"), "in_progress", "completed", "incomplete")
+			p = optEnum(s, il.F("status"), "in_progress", "completed", "incomplete")
 		case "phase":
 			it.seen |= mPhase
-			p = s.optEnum(il.F("phase"), "commentary", "final_answer")
+			p = optEnum(s, il.F("phase"), "commentary", "final_answer")
 		case "call_id":
 			it.seen |= mCallID
-			it.callID, p = s.str(il.F("call_id"))
+			it.callID, p = s.Str(il.F("call_id"))
 		case "name":
 			it.seen |= mName
-			it.name, p = s.str(il.F("name"))
+			it.name, p = s.Str(il.F("name"))
 		case "arguments":
 			it.seen |= mArguments
-			it.args, p = s.str(il.F("arguments"))
+			it.args, p = s.Str(il.F("arguments"))
 		case "summary":
 			it.seen |= mSummary
-			it.summary, p = s.summary(il.F("summary"))
+			it.summary, p = summary(s, il.F("summary"))
 		case "encrypted_content":
 			it.seen |= mEncrypted
-			it.encrypted, _, p = s.optStr(il.F("encrypted_content"))
+			it.encrypted, _, p = s.OptStr(il.F("encrypted_content"))
 		case "parsed_arguments":
 			// The SDK helpers' parse of arguments, echoed with the output.
 			it.seen |= mParsedArgs
@@ -205,21 +198,20 @@ func (it *inputItem) read(s *scanner, il loc) *failure.Public {
 			}
 			p = s.Skip()
 		}
-		if p != nil {
-			return p
-		}
-	}
+		return p
+	})
+	return p
 }
 
 // check reports the first member the item's type does not allow.
 func (it *inputItem) check(il loc, allow uint16) *failure.Public {
 	if it.other != "" {
-		return unrecognized(il.F(it.other))
+		return words.Unknown(il.F(it.other))
 	}
 	if extra := it.seen &^ allow; extra != 0 {
 		for b, name := range memberNames {
 			if extra&(1<<b) != 0 {
-				return bad(il.F(name), "Invalid parameter: '%s' is not allowed on an input item of type '%s'.", il.F(name), it.kind())
+				return words.Bad(il.F(name), "Invalid parameter: '%s' is not allowed on an input item of type '%s'.", il.F(name), it.kind())
 			}
 		}
 	}
@@ -258,10 +250,10 @@ func (c *conversation) add(it *inputItem, il loc, n int) *failure.Public {
 			return p
 		}
 		if it.seen&mID == 0 {
-			return missing(il.F("id"))
+			return words.Missing(il.F("id"))
 		}
 		if it.seen&mSummary == 0 {
-			return missing(il.F("summary"))
+			return words.Missing(il.F("summary"))
 		}
 		// Reasoning spillway handed out goes back, unchanged, to the
 		// provider family that signed it, with the assistant turn that
@@ -280,26 +272,26 @@ func (c *conversation) add(it *inputItem, il loc, n int) *failure.Public {
 		}
 		return nil
 	case "item_reference":
-		return bad(tl, "Invalid value for '%s': 'item_reference'. %s, not references to stored items.", tl, stateless)
+		return words.Bad(tl, "Invalid value for '%s': 'item_reference'. %s, not references to stored items.", tl, stateless)
 	case "":
 		return notEmpty(tl)
 	}
-	return bad(tl, "Invalid value for '%s': '%s'. spillway accepts 'message', 'function_call', 'function_call_output' and 'reasoning' items; built-in tool items are not supported.", tl, it.typ)
+	return words.Bad(tl, "Invalid value for '%s': '%s'. spillway accepts 'message', 'function_call', 'function_call_output' and 'reasoning' items; built-in tool items are not supported.", tl, it.typ)
 }
 
 func (c *conversation) message(it *inputItem, il loc) *failure.Public {
 	rl := il.F("role")
 	if it.seen&mRole == 0 {
-		return missing(rl)
+		return words.Missing(rl)
 	}
 	if it.seen&mContent == 0 {
-		return missing(il.F("content"))
+		return words.Missing(il.F("content"))
 	}
 	role := string(it.role)
 	switch role {
 	case "user", "system", "developer", "assistant":
 	default:
-		return bad(rl, "Invalid value for '%s': '%s'. Supported values are: 'user', 'assistant', 'system' and 'developer'.", rl, it.role)
+		return words.Bad(rl, "Invalid value for '%s': '%s'. Supported values are: 'user', 'assistant', 'system' and 'developer'.", rl, it.role)
 	}
 	parts, p := decodeContent(it.content, role, il.F("content"))
 	if p != nil {
@@ -333,15 +325,15 @@ func (c *conversation) message(it *inputItem, il loc) *failure.Public {
 func (c *conversation) call(it *inputItem, il loc, n int) *failure.Public {
 	switch {
 	case it.seen&mCallID == 0:
-		return missing(il.F("call_id"))
+		return words.Missing(il.F("call_id"))
 	case it.callID == "":
 		return notEmpty(il.F("call_id"))
 	case it.seen&mName == 0:
-		return missing(il.F("name"))
+		return words.Missing(il.F("name"))
 	case it.name == "":
 		return notEmpty(il.F("name"))
 	case it.seen&mArguments == 0:
-		return missing(il.F("arguments"))
+		return words.Missing(il.F("arguments"))
 	}
 	if !c.extend {
 		// A call after tool results starts a new assistant turn, which
@@ -351,7 +343,7 @@ func (c *conversation) call(it *inputItem, il loc, n int) *failure.Public {
 		}
 	}
 	if _, dup := c.ids.Add(it.callID); dup {
-		return bad(il.F("call_id"), "Invalid value for '%s': duplicate function call id '%s'.", il.F("call_id"), it.callID)
+		return words.Bad(il.F("call_id"), "Invalid value for '%s': duplicate function call id '%s'.", il.F("call_id"), it.callID)
 	}
 	args := it.args
 	if args == "" {
@@ -373,18 +365,18 @@ func (c *conversation) callOutput(it *inputItem, il loc) *failure.Public {
 	cl := il.F("call_id")
 	switch {
 	case it.seen&mCallID == 0:
-		return missing(cl)
+		return words.Missing(cl)
 	case it.callID == "":
 		return notEmpty(cl)
 	case it.seen&mOutput == 0:
-		return missing(il.F("output"))
+		return words.Missing(il.F("output"))
 	}
 	k, found := c.ids.Find(it.callID)
 	switch {
 	case !found:
-		return bad(cl, "No tool call found for function call output with call_id %s (%s): a 'function_call_output' must follow the 'function_call' item it answers.", it.callID, cl)
+		return words.Bad(cl, "No tool call found for function call output with call_id %s (%s): a 'function_call_output' must follow the 'function_call' item it answers.", it.callID, cl)
 	case c.calls[k].answered:
-		return bad(cl, "Invalid value for '%s': function call '%s' already has an output.", cl, it.callID)
+		return words.Bad(cl, "Invalid value for '%s': function call '%s' already has an output.", cl, it.callID)
 	}
 	parts, p := decodeOutput(it.output, il.F("output"))
 	if p != nil {
@@ -411,8 +403,8 @@ func (c *conversation) takeThinking(parts []canonical.Part) []canonical.Part {
 func (c *conversation) closeCalls() *failure.Public {
 	for _, pc := range c.calls {
 		if !pc.answered {
-			l := field("input").At(pc.at)
-			return bad(l, "No tool output found for function call %s (%s): send a 'function_call_output' item with its call_id after the 'function_call' items.", pc.id, l)
+			l := words.Field("input").At(pc.at)
+			return words.Bad(l, "No tool output found for function call %s (%s): send a 'function_call_output' item with its call_id after the 'function_call' items.", pc.id, l)
 		}
 	}
 	c.calls = c.calls[:0]
@@ -422,9 +414,9 @@ func (c *conversation) closeCalls() *failure.Public {
 
 // summary reads a reasoning item's summary: summary_text parts, whose
 // texts are joined.
-func (s *scanner) summary(l loc) (string, *failure.Public) {
+func summary(s *scanner, l loc) (string, *failure.Public) {
 	if s.Peek() != '[' {
-		return "", s.typeErr(l, "an array")
+		return "", s.TypeErr(l, "an array")
 	}
 	s.Open()
 	var b strings.Builder
@@ -434,7 +426,7 @@ func (s *scanner) summary(l loc) (string, *failure.Public) {
 			return b.String(), p
 		}
 		pl := l.At(i)
-		if p := s.object(pl); p != nil {
+		if p := s.Object(pl); p != nil {
 			return "", p
 		}
 		for first := true; ; first = false {
@@ -447,13 +439,13 @@ func (s *scanner) summary(l loc) (string, *failure.Public) {
 			}
 			switch string(key) {
 			case "text":
-				t, p := s.str(pl.F("text"))
+				t, p := s.Str(pl.F("text"))
 				if p != nil {
 					return "", p
 				}
 				b.WriteString(t)
 			case "type":
-				if p := s.optEnum(pl.F("type"), "summary_text"); p != nil {
+				if p := optEnum(s, pl.F("type"), "summary_text"); p != nil {
 					return "", p
 				}
 			default:

@@ -7,7 +7,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 )
 
 // Response statuses and the item statuses that go with them.
@@ -37,7 +37,7 @@ func outcome(stop canonical.StopReason) (status, reason string) {
 func itemIDBase(dst []byte, respID string) []byte {
 	base := strings.TrimPrefix(respID, "resp_")
 	start := len(dst)
-	dst = jsonw.AppendString(dst, base)
+	dst = jsonwrite.AppendString(dst, base)
 	// Drop the quotes: the base is spliced inside a quoted id.
 	copy(dst[start:], dst[start+1:len(dst)-1])
 	return dst[:len(dst)-2]
@@ -56,9 +56,9 @@ func appendItemID(dst []byte, prefix string, base []byte, n int) []byte {
 // appendHead appends the response object's opening up to its status value.
 func appendHead(dst []byte, m dialect.Meta) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = jsonw.AppendString(dst, m.ID)
+	dst = jsonwrite.AppendString(dst, m.ID)
 	dst = append(dst, `,"object":"response","created_at":`...)
-	dst = jsonw.AppendInt(dst, m.Created)
+	dst = jsonwrite.AppendInt(dst, m.Created)
 	return append(dst, `,"status":"`...)
 }
 
@@ -68,7 +68,7 @@ func appendState(dst []byte, status string, completedAt int64, errMsg, reason st
 	dst = append(dst, status...)
 	dst = append(dst, `","background":false,"completed_at":`...)
 	if completedAt != 0 {
-		dst = jsonw.AppendInt(dst, completedAt)
+		dst = jsonwrite.AppendInt(dst, completedAt)
 	} else {
 		dst = append(dst, "null"...)
 	}
@@ -77,7 +77,7 @@ func appendState(dst []byte, status string, completedAt int64, errMsg, reason st
 		// The Responses error object has a fixed code set; server_error is
 		// the one for a provider that failed mid-answer.
 		dst = append(dst, `{"code":"server_error","message":`...)
-		dst = jsonw.AppendString(dst, errMsg)
+		dst = jsonwrite.AppendString(dst, errMsg)
 		dst = append(dst, '}')
 	} else {
 		dst = append(dst, "null"...)
@@ -96,12 +96,12 @@ func appendState(dst []byte, status string, completedAt int64, errMsg, reason st
 func appendMid(dst []byte, m dialect.Meta, req *canonical.Request) []byte {
 	dst = append(dst, `,"instructions":null,"max_output_tokens":`...)
 	if req != nil && req.MaxTokens > 0 {
-		dst = jsonw.AppendInt(dst, int64(req.MaxTokens))
+		dst = jsonwrite.AppendInt(dst, int64(req.MaxTokens))
 	} else {
 		dst = append(dst, "null"...)
 	}
 	dst = append(dst, `,"max_tool_calls":null,"model":`...)
-	dst = jsonw.AppendString(dst, m.Model)
+	dst = jsonwrite.AppendString(dst, m.Model)
 	return append(dst, `,"output":[`...)
 }
 
@@ -118,7 +118,7 @@ func appendEcho(dst []byte, req *canonical.Request) []byte {
 		req = &canonical.Request{}
 	}
 	dst = append(dst, `],"parallel_tool_calls":`...)
-	dst = jsonw.AppendBool(dst, req.ParallelToolCalls == nil || *req.ParallelToolCalls)
+	dst = jsonwrite.AppendBool(dst, req.ParallelToolCalls == nil || *req.ParallelToolCalls)
 	dst = append(dst, `,"previous_response_id":null,"reasoning":null,"store":false,"temperature":`...)
 	dst = appendOptFloat(dst, req.Temperature)
 	dst = append(dst, `,"text":{"format":`...)
@@ -129,9 +129,9 @@ func appendEcho(dst []byte, req *canonical.Request) []byte {
 		dst = append(dst, `{"type":"json_object"}`...)
 	default:
 		dst = append(dst, `{"type":"json_schema","name":`...)
-		dst = jsonw.AppendString(dst, rf.Name)
+		dst = jsonwrite.AppendString(dst, rf.Name)
 		dst = append(dst, `,"strict":`...)
-		dst = jsonw.AppendBool(dst, rf.Strict)
+		dst = jsonwrite.AppendBool(dst, rf.Strict)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `},"tool_choice":`...)
@@ -144,7 +144,7 @@ func appendEcho(dst []byte, req *canonical.Request) []byte {
 		dst = append(dst, `"required"`...)
 	default:
 		dst = append(dst, `{"type":"function","name":`...)
-		dst = jsonw.AppendString(dst, tc.Name)
+		dst = jsonwrite.AppendString(dst, tc.Name)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `,"tools":[],"top_p":`...)
@@ -162,17 +162,17 @@ func appendOptFloat(dst []byte, f *float64) []byte {
 // appendUsage appends a ResponseUsage object.
 func appendUsage(dst []byte, u canonical.Usage) []byte {
 	dst = append(dst, `{"input_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.InputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.InputTokens))
 	dst = append(dst, `,"input_tokens_details":{"cached_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.CachedInputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.CachedInputTokens))
 	dst = append(dst, `,"cache_write_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.CacheWriteTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.CacheWriteTokens))
 	dst = append(dst, `},"output_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.OutputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.OutputTokens))
 	dst = append(dst, `,"output_tokens_details":{"reasoning_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.ReasoningTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.ReasoningTokens))
 	dst = append(dst, `},"total_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(u.InputTokens+u.OutputTokens))
+	dst = jsonwrite.AppendInt(dst, int64(u.InputTokens+u.OutputTokens))
 	return append(dst, '}')
 }
 
@@ -219,9 +219,9 @@ func appendCallItemHead(dst []byte, base []byte, n int, status, callID, name str
 	dst = append(dst, `,"type":"function_call","status":"`...)
 	dst = append(dst, status...)
 	dst = append(dst, `","call_id":`...)
-	dst = jsonw.AppendString(dst, callID)
+	dst = jsonwrite.AppendString(dst, callID)
 	dst = append(dst, `,"name":`...)
-	dst = jsonw.AppendString(dst, name)
+	dst = jsonwrite.AppendString(dst, name)
 	return append(dst, `,"arguments":"`...)
 }
 
@@ -243,7 +243,7 @@ func appendReasoningItem(dst []byte, base []byte, n int, status string, summary 
 	if block.Signature == "" && block.Data == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = jsonw.AppendString(dst, dialect.MarkReasoning(*block))
+		dst = jsonwrite.AppendString(dst, dialect.MarkReasoning(*block))
 	}
 	return append(dst, '}')
 }
@@ -251,7 +251,7 @@ func appendReasoningItem(dst []byte, base []byte, n int, status string, summary 
 // appendEscaped appends s JSON-escaped without its quotes.
 func appendEscaped(dst []byte, s string) []byte {
 	start := len(dst)
-	dst = jsonw.AppendString(dst, s)
+	dst = jsonwrite.AppendString(dst, s)
 	copy(dst[start:], dst[start+1:len(dst)-1])
 	return dst[:len(dst)-2]
 }
@@ -287,7 +287,7 @@ func (d *Dialect) AppendResponse(dst []byte, m dialect.Meta, req *canonical.Requ
 		dst = appendMessageOpen(dst, base, n, status)
 		if resp.Text != "" {
 			dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
-			dst = jsonw.AppendString(dst, resp.Text)
+			dst = jsonwrite.AppendString(dst, resp.Text)
 			dst = append(dst, '}')
 		}
 		if resp.Refusal != "" {
@@ -295,7 +295,7 @@ func (d *Dialect) AppendResponse(dst []byte, m dialect.Meta, req *canonical.Requ
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"type":"refusal","refusal":`...)
-			dst = jsonw.AppendString(dst, resp.Refusal)
+			dst = jsonwrite.AppendString(dst, resp.Refusal)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, "]}"...)
@@ -311,15 +311,15 @@ func (d *Dialect) AppendResponse(dst []byte, m dialect.Meta, req *canonical.Requ
 		dst = append(dst, `,"type":"function_call","status":"`...)
 		dst = append(dst, status...)
 		dst = append(dst, `","call_id":`...)
-		dst = jsonw.AppendString(dst, tc.ID)
+		dst = jsonwrite.AppendString(dst, tc.ID)
 		dst = append(dst, `,"name":`...)
-		dst = jsonw.AppendString(dst, tc.Name)
+		dst = jsonwrite.AppendString(dst, tc.Name)
 		dst = append(dst, `,"arguments":`...)
 		args := tc.Arguments
 		if args == "" {
 			args = "{}"
 		}
-		dst = jsonw.AppendString(dst, args)
+		dst = jsonwrite.AppendString(dst, args)
 		dst = append(dst, '}')
 		n++
 	}
@@ -361,12 +361,12 @@ func errorType(status int) string {
 // shape the Responses API shares with Chat Completions.
 func (*Dialect) AppendError(dst []byte, e *failure.Public) []byte {
 	dst = append(dst, `{"error":{"message":`...)
-	dst = jsonw.AppendString(dst, e.Message)
+	dst = jsonwrite.AppendString(dst, e.Message)
 	dst = append(dst, `,"type":"`...)
 	dst = append(dst, errorType(e.Status)...)
 	dst = append(dst, `","param":`...)
-	dst = jsonw.AppendStringOrNull(dst, e.Param)
+	dst = jsonwrite.AppendStringOrNull(dst, e.Param)
 	dst = append(dst, `,"code":`...)
-	dst = jsonw.AppendStringOrNull(dst, e.Code)
+	dst = jsonwrite.AppendStringOrNull(dst, e.Code)
 	return append(dst, "}}"...)
 }

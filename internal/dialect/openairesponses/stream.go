@@ -7,7 +7,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 )
 
 // outPart is one content part of a streamed message item.
@@ -118,7 +118,7 @@ func begin(dst []byte, typ string) []byte {
 // end closes an event with the next sequence number.
 func (e *encoder) end(dst []byte) []byte {
 	dst = append(dst, `,"sequence_number":`...)
-	dst = jsonw.AppendInt(dst, e.seq)
+	dst = jsonwrite.AppendInt(dst, e.seq)
 	e.seq++
 	return append(dst, "}\n\n"...)
 }
@@ -138,7 +138,7 @@ func (e *encoder) ref(dst []byte, it *outItem) []byte {
 			e.refs = appendItemID(e.refs, "msg_", e.base, it.out)
 		}
 		e.refs = append(e.refs, `,"output_index":`...)
-		e.refs = jsonw.AppendInt(e.refs, int64(it.out))
+		e.refs = jsonwrite.AppendInt(e.refs, int64(it.out))
 		it.refStart, it.refEnd = start, len(e.refs)
 	}
 	return append(dst, e.refs[it.refStart:it.refEnd]...)
@@ -146,7 +146,7 @@ func (e *encoder) ref(dst []byte, it *outItem) []byte {
 
 func appendContentIndex(dst []byte, c int) []byte {
 	dst = append(dst, `,"content_index":`...)
-	return jsonw.AppendInt(dst, int64(c))
+	return jsonwrite.AppendInt(dst, int64(c))
 }
 
 // response appends a whole response object.
@@ -234,7 +234,7 @@ func (e *encoder) Event(dst []byte, ev *canonical.Event) []byte {
 		it := &e.items[len(e.items)-1]
 		dst = begin(dst, "response.output_item.added")
 		dst = append(dst, `,"output_index":`...)
-		dst = jsonw.AppendInt(dst, int64(it.out))
+		dst = jsonwrite.AppendInt(dst, int64(it.out))
 		dst = append(dst, `,"item":`...)
 		// No arguments yet: "" until the deltas come.
 		dst = appendCallItemHead(dst, e.base, it.out, statusInProgress, it.callID, it.name)
@@ -287,7 +287,7 @@ func (e *encoder) reasoningEvent(dst []byte, ev *canonical.Event) []byte {
 		it = &e.items[len(e.items)-1]
 		dst = begin(dst, "response.output_item.added")
 		dst = append(dst, `,"output_index":`...)
-		dst = jsonw.AppendInt(dst, int64(it.out))
+		dst = jsonwrite.AppendInt(dst, int64(it.out))
 		dst = append(dst, `,"item":`...)
 		dst = appendReasoningItem(dst, e.base, it.out, statusInProgress, nil, &it.block)
 		dst = e.end(dst)
@@ -345,7 +345,7 @@ func (e *encoder) contentDelta(dst []byte, refusal bool, text string) []byte {
 		e.items = append(e.items, outItem{open: true, out: len(e.items)})
 		dst = begin(dst, "response.output_item.added")
 		dst = append(dst, `,"output_index":`...)
-		dst = jsonw.AppendInt(dst, int64(e.msg))
+		dst = jsonwrite.AppendInt(dst, int64(e.msg))
 		dst = append(dst, `,"item":`...)
 		dst = appendMessageOpen(dst, e.base, e.msg, statusInProgress)
 		dst = append(dst, "]}"...)
@@ -441,7 +441,7 @@ func (e *encoder) closeItem(dst []byte, i int, status string) []byte {
 		dst = begin(dst, "response.function_call_arguments.done")
 		dst = e.ref(dst, it)
 		dst = append(dst, `,"name":`...)
-		dst = jsonw.AppendString(dst, it.name)
+		dst = jsonwrite.AppendString(dst, it.name)
 		dst = append(dst, `,"arguments":"`...)
 		if len(it.args) == 0 {
 			dst = append(dst, "{}"...)
@@ -459,7 +459,7 @@ func (e *encoder) closeItem(dst []byte, i int, status string) []byte {
 	it.open, it.status = false, status
 	dst = begin(dst, "response.output_item.done")
 	dst = append(dst, `,"output_index":`...)
-	dst = jsonw.AppendInt(dst, int64(it.out))
+	dst = jsonwrite.AppendInt(dst, int64(it.out))
 	dst = append(dst, `,"item":`...)
 	dst = e.appendItem(dst, it)
 	return e.end(dst)
@@ -502,11 +502,11 @@ func (e *encoder) Interrupt(dst []byte, pe *failure.Public, deliveredTokens int)
 	e.ended = true
 	dst = begin(dst, "error")
 	dst = append(dst, `,"code":"stream_interrupted","message":`...)
-	dst = jsonw.AppendString(dst, pe.Message)
+	dst = jsonwrite.AppendString(dst, pe.Message)
 	dst = append(dst, `,"param":null,"retryable":`...)
 	dst = strconv.AppendBool(dst, pe.Retryable)
 	dst = append(dst, `,"delivered_tokens":`...)
-	dst = jsonw.AppendInt(dst, int64(deliveredTokens))
+	dst = jsonwrite.AppendInt(dst, int64(deliveredTokens))
 	dst = e.end(dst)
 	for i := range e.items {
 		if it := &e.items[i]; it.open {
