@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/health"
@@ -35,6 +37,9 @@ func (s *Server) isAdmin(r *http.Request) bool {
 // writeJSONError writes an operator-facing error in OpenAI's shape.
 func writeJSONError(w http.ResponseWriter, p *failure.Public) {
 	w.Header().Set("Content-Type", "application/json")
+	if p.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((p.RetryAfter+time.Second-1)/time.Second), 10))
+	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": p.Message, "type": p.Code, "code": p.Code, "param": nil}})
 }

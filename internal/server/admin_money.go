@@ -193,16 +193,9 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Filters["key"] = k.ID
 	}
-	if s.opts.Ledger != nil {
-		// Settlements reach the store from the ledger's journal in the
-		// background: flush them, so the report has every finished request.
-		if err := s.opts.Ledger.Sync(r.Context()); err != nil {
-			s.opts.Log.Warn("flushing the ledger before a usage report", "err", err)
-		}
-	}
-	rows, err := s.opts.Store.Usage(r.Context(), q)
-	if err != nil {
-		writeJSONError(w, failure.BadRequest("", "%v", err))
+	rows, pub := s.usageRows(r.Context(), q)
+	if pub != nil {
+		writeJSONError(w, pub)
 		return
 	}
 	if r.URL.Query().Get("format") == "csv" {

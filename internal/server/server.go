@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/accesslog"
 	"github.com/spillway-gw/spillway/internal/activity"
 	"github.com/spillway-gw/spillway/internal/billing"
 	"github.com/spillway-gw/spillway/internal/budget"
@@ -66,6 +67,9 @@ type Options struct {
 	// Store serves the admin key, budget and usage endpoints (nil: those
 	// endpoints answer 404).
 	Store ledger.Store
+	// UsageWait bounds how long GET /v1/usage waits for Ledger's journal
+	// to reach Store before it answers 503 ledger_unavailable (0: 3s).
+	UsageWait time.Duration
 	// Idempotency keeps Idempotency-Key answers (default: a store with the
 	// default bounds).
 	Idempotency *idempotency.Store
@@ -75,7 +79,11 @@ type Options struct {
 	// fields as the slog "request" record, written without slog); nil logs
 	// through Log.
 	AccessLog io.Writer
-	Log       *slog.Logger
+	// AccessSample keeps a share of the access-log lines per outcome
+	// (log.access); nil writes every line. Metrics, the ledger and traces
+	// count every request either way.
+	AccessSample *accesslog.Sampler
+	Log          *slog.Logger
 	// Getenv resolves credential environment variables (default os.Getenv).
 	Getenv func(string) string
 	// Now is the clock (default time.Now).
