@@ -29,7 +29,9 @@ type Request struct {
 	// Settled, when set, runs once, right after the settlement, with the
 	// result it settled (nil when the request ended without one, e.g. a
 	// panic) and the bill: the one place for what observes a settled
-	// request. Nil: nothing runs.
+	// request (the server's settled: cost figures, the dashboard). It runs
+	// inside Settle, so it must not call Settle, and a call to Settle made
+	// meanwhile returns only after it. Nil: nothing runs.
 	Settled func(res *engine.Result, b *Bill)
 }
 
