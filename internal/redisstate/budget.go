@@ -194,15 +194,15 @@ func (s budgetShared) Reserve(r *budget.SharedReserve) (budget.SharedVerdict, er
 	return budget.SharedVerdict{Index: int(i) - 1, Gate: int(g), Retry: time.Duration(ms) * time.Millisecond}, nil
 }
 
-// Settle implements budget.Shared through the ordered queue: a settlement
-// lost to a full queue or an outage leaves its hold to expire and its
-// spend to the ledger (counted in spillway_shared_state_dropped_total).
+// Settle implements budget.Shared through the durable queue: a settlement
+// made while Redis is down is sent when it returns, so its hold does not
+// block the budget until it expires.
 func (s budgetShared) Settle(r *budget.SharedReserve, actual, tokenDelta int64) {
 	c := s.c
 	now := time.Now()
 	ks := s.keys(r)
 	args := []any{r.HoldID, actual, tokenDelta, strconv.FormatInt(r.Now.Unix(), 10), now.Unix() / secsPerDay, len(r.Scopes)}
-	c.async("budget.settle", func(ctx context.Context, rc redis.Cmdable) error {
+	c.durable("budget.settle", 0, func(ctx context.Context, rc redis.Cmdable) error {
 		return settleScript.Run(ctx, rc, ks, args...).Err()
 	})
 }

@@ -125,3 +125,27 @@ func TestBudgetRedisDown(t *testing.T) {
 		t.Errorf("Redis back: %+v", r)
 	}
 }
+
+// A hold settled while Redis is down is settled there once it returns:
+// the budget is not blocked until the hold expires.
+func TestBudgetSettleDuringOutage(t *testing.T) {
+	url := redisURL(t)
+	p, purl := newProxy(t, url)
+	c := open(t, purl, testPrefix(), func(o *Options) { o.Timeout = 100 * time.Millisecond })
+	a := accountants(t, budget.DownPolicy{}, []*Client{c}, ledger.Budget{Scope: ledger.ScopeOrg, ID: "acme", CreditMicroUSD: ptr(10_000)})[0]
+	h, r := a.Reserve(acme, 10_000, 1)
+	if h == nil {
+		t.Fatalf("reserve: %+v", r)
+	}
+	p.Cut(true)
+	waitFor(t, 2*time.Second, "down", func() bool { a.Reserve(acme, 1, 1); return !c.Up() })
+	h.Release() // kept: Redis is down
+	p.Cut(false)
+	waitFor(t, 3*time.Second, "the whole credit free again after Redis returned", func() bool {
+		h, _ := a.Reserve(acme, 10_000, 1)
+		if h != nil {
+			h.Release()
+		}
+		return h != nil
+	})
+}

@@ -76,12 +76,20 @@ type Client struct {
 	handlers map[string]func(payload string)
 	onUp     []func(context.Context)
 	ps       *redis.PubSub // the live subscription, closed by Close
+	pending  []queued      // durable writes waiting for Redis to return
 }
 
 type queued struct {
 	op string
 	fn func(context.Context, redis.Cmdable) error
+	// durable writes are kept through an outage (see durable); timeout,
+	// when longer than Options.Timeout, bounds this one write.
+	durable bool
+	timeout time.Duration
 }
+
+// maxPending bounds the durable writes kept while Redis is down.
+const maxPending = 100000
 
 // quietLog drops go-redis's own log lines (every failed dial of an outage);
 // the client logs one line when Redis goes down and one when it returns.
@@ -123,9 +131,13 @@ func Open(o Options) (*Client, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	// Every bound explicit: no hidden retries, no wait past Timeout for a
-	// connection, a read or a write.
-	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = o.Timeout, o.Timeout, o.Timeout, o.Timeout
+	// Every bound explicit: no hidden retries, a connection from the pool
+	// within Timeout, and every call bounded by its context's deadline
+	// (Timeout, or longer for a large recording written in the
+	// background): go-redis takes the earlier of that deadline and these
+	// per-operation bounds.
+	slow := max(o.Timeout, 5*time.Second)
+	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = slow, slow, slow, o.Timeout
 	ro.ContextTimeoutEnabled = true
 	ro.MaxRetries = -1
 	ro.PoolSize = max(ro.PoolSize, 32)
@@ -237,9 +249,57 @@ func (c *Client) async(op string, fn func(context.Context, redis.Cmdable) error)
 		return
 	}
 	select {
-	case c.queue <- queued{op, fn}:
+	case c.queue <- queued{op: op, fn: fn}:
 	default:
 		c.dropped.Add(1)
+	}
+}
+
+// durable queues a write that must survive an outage (a settlement, an
+// idempotency decision, the end of a probe): while Redis is down, or when
+// the write fails, it is kept (at most maxPending, then dropped and
+// counted) and sent, in order, once Redis answers again.
+func (c *Client) durable(op string, timeout time.Duration, fn func(context.Context, redis.Cmdable) error) {
+	q := queued{op: op, fn: fn, durable: true, timeout: timeout}
+	if !c.up.Load() {
+		c.keep(q)
+		return
+	}
+	select {
+	case c.queue <- q:
+	default:
+		c.keep(q)
+	}
+}
+
+func (c *Client) keep(q queued) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) >= maxPending {
+		c.dropped.Add(1)
+		return
+	}
+	c.pending = append(c.pending, q)
+}
+
+// flushPending sends the kept writes, in order, once Redis is back.
+func (c *Client) flushPending() {
+	c.mu.Lock()
+	qs := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for i, q := range qs {
+		if !c.up.Load() {
+			c.mu.Lock()
+			c.pending = append(qs[i:len(qs):len(qs)], c.pending...)
+			c.mu.Unlock()
+			return
+		}
+		select {
+		case c.queue <- q:
+		case <-c.ctx.Done():
+			return
+		}
 	}
 }
 
@@ -251,7 +311,21 @@ func (c *Client) writer() {
 		case <-c.ctx.Done():
 			return
 		case q := <-c.queue:
-			_ = c.call(c.ctx, q.op, func(ctx context.Context) error { return q.fn(ctx, c.rdb) })
+			if !c.up.Load() && q.durable {
+				c.keep(q)
+				continue
+			}
+			err := c.call(c.ctx, q.op, func(ctx context.Context) error {
+				if q.timeout > c.o.Timeout {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(c.ctx, q.timeout)
+					defer cancel()
+				}
+				return q.fn(ctx, c.rdb)
+			})
+			if err != nil && q.durable && !isReply(err) && !errors.Is(err, redis.Nil) {
+				c.keep(q)
+			}
 		}
 	}
 }
@@ -280,6 +354,7 @@ func (c *Client) monitor() {
 		c.up.Store(true)
 		c.o.Log.Info("shared state: redis reachable again; replicas share state")
 		c.resync()
+		c.flushPending()
 	}
 }
 

@@ -149,7 +149,7 @@ func (m *healthMirror) ReleaseProbe(id string) {
 	c := m.c
 	b, _ := json.Marshal(toMsg(c.o.Replica, health.Transition{Deployment: id, Kind: health.TransitionProbeEnd}))
 	payload := string(b)
-	c.async("health.release", func(ctx context.Context, r redis.Cmdable) error {
+	c.durable("health.release", 0, func(ctx context.Context, r redis.Cmdable) error {
 		if err := releaseScript.Run(ctx, r, []string{c.key("probe", id)}, c.o.Replica).Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}

@@ -195,17 +195,13 @@ func (s *idemShared) decided(k string) {
 	}
 }
 
-// Finish implements idempotency.Shared. It runs on its own goroutine,
-// bounded by twenty call timeouts (at least a second: a recording may be
-// megabytes); a finish that fails leaves the key in flight elsewhere until
-// InFlightLease.
+// Finish implements idempotency.Shared through the durable queue: sent in
+// the background, bounded by twenty call timeouts (at least a second: a
+// recording may be megabytes), and kept through an outage to be sent when
+// Redis returns, so that no key stays in flight for the others.
 func (s *idemShared) Finish(tenant, key string, outcome idempotency.SharedState, rec *idempotency.Recording, ttl time.Duration) {
 	c := s.c
 	if c.ctx.Err() != nil {
-		return
-	}
-	if !c.up.Load() {
-		c.fallbacks.Add(1)
 		return
 	}
 	var raw []byte
@@ -213,14 +209,8 @@ func (s *idemShared) Finish(tenant, key string, outcome idempotency.SharedState,
 		raw, _ = json.Marshal(wireRec{Status: rec.Status, Header: rec.Header, Body: rec.Body, Chunks: rec.Chunks, Streamed: rec.Streamed})
 	}
 	k := s.key(tenant, key)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.ctx, max(time.Second, 20*c.o.Timeout))
-		defer cancel()
-		err := finishScript.Run(ctx, c.rdb, []string{k, c.key("idem")}, c.o.Replica, stateNames[outcome], raw, max(ttl, time.Millisecond).Milliseconds()).Err()
-		if err != nil && !errors.Is(err, redis.Nil) && c.ctx.Err() == nil && !isReply(err) {
-			c.down("idempotency.finish", err)
-		}
-	}()
+	args := []any{c.o.Replica, stateNames[outcome], raw, max(ttl, time.Millisecond).Milliseconds()}
+	c.durable("idempotency.finish", max(time.Second, 20*c.o.Timeout), func(ctx context.Context, r redis.Cmdable) error {
+		return finishScript.Run(ctx, r, []string{k, c.key("idem")}, args...).Err()
+	})
 }
