@@ -1,9 +1,9 @@
 package drill
 
 import (
-	"strconv"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"strconv"
 )
 
 // Dialect is a caller wire format the drill speaks.
@@ -66,7 +66,7 @@ const toolSchema = `{"type":"object","properties":{"city":{"type":"string","desc
 // appendBody appends the JSON body of one request in its dialect.
 func appendBody(dst []byte, model string, s Shape) []byte {
 	dst = append(dst, `{"model":`...)
-	dst = jsonw.AppendString(dst, model)
+	dst = jsonwrite.AppendString(dst, model)
 	switch s.Dialect {
 	case Responses:
 		dst = append(dst, `,"max_output_tokens":`...)

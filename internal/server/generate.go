@@ -16,7 +16,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/engine"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/idempotency"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
 	"github.com/spillway-gw/spillway/internal/provider"
@@ -591,25 +591,25 @@ func (s *Server) writeAccessLine(now time.Time, c *call, keyID, model string, du
 	b := append((*buf)[:0], `{"time":"`...)
 	b = now.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":"INFO","msg":"request","request_id":`...)
-	b = jsonw.AppendString(b, c.id)
+	b = jsonwrite.AppendString(b, c.id)
 	b = append(b, `,"dialect":`...)
-	b = jsonw.AppendString(b, c.d.Name())
+	b = jsonwrite.AppendString(b, c.d.Name())
 	b = append(b, `,"key":`...)
-	b = jsonw.AppendString(b, keyID)
+	b = jsonwrite.AppendString(b, keyID)
 	b = append(b, `,"model":`...)
-	b = jsonw.AppendString(b, model)
+	b = jsonwrite.AppendString(b, model)
 	b = append(b, `,"deployment":`...)
-	b = jsonw.AppendString(b, c.deployment)
+	b = jsonwrite.AppendString(b, c.deployment)
 	b = append(b, `,"status":`...)
-	b = jsonw.AppendInt(b, int64(c.status))
+	b = jsonwrite.AppendInt(b, int64(c.status))
 	b = append(b, `,"outcome":`...)
-	b = jsonw.AppendString(b, c.outcome)
+	b = jsonwrite.AppendString(b, c.outcome)
 	b = append(b, `,"cost_micro_usd":`...)
-	b = jsonw.AppendInt(b, c.cost)
+	b = jsonwrite.AppendInt(b, c.cost)
 	b = append(b, `,"cost_status":`...)
-	b = jsonw.AppendString(b, c.costStatus)
+	b = jsonwrite.AppendString(b, c.costStatus)
 	b = append(b, `,"duration_ms":`...)
-	b = jsonw.AppendInt(b, dur.Milliseconds())
+	b = jsonwrite.AppendInt(b, dur.Milliseconds())
 	b = append(b, "}\n"...)
 	_, _ = s.opts.AccessLog.Write(b)
 	*buf = b

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 	"github.com/spillway-gw/spillway/internal/keys"
 	"github.com/spillway-gw/spillway/internal/ledger"
 )
@@ -113,15 +113,15 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 func appendModel(b []byte, id string, created time.Time, anthropic bool) []byte {
 	if anthropic {
 		b = append(b, `{"type":"model","id":`...)
-		b = jsonw.AppendString(b, id)
+		b = jsonwrite.AppendString(b, id)
 		b = append(b, `,"display_name":`...)
-		b = jsonw.AppendString(b, id)
+		b = jsonwrite.AppendString(b, id)
 		b = append(b, `,"created_at":"`...)
 		b = created.UTC().AppendFormat(b, time.RFC3339)
 		return append(b, `"}`...)
 	}
 	b = append(b, `{"id":`...)
-	b = jsonw.AppendString(b, id)
+	b = jsonwrite.AppendString(b, id)
 	b = append(b, `,"object":"model","created":`...)
 	b = strconv.AppendInt(b, created.Unix(), 10)
 	return append(b, `,"owned_by":"spillway"}`...)
@@ -131,9 +131,9 @@ func appendFirstLast(b []byte, models []string) []byte {
 	if len(models) == 0 {
 		return append(b, `null,"last_id":null`...)
 	}
-	b = jsonw.AppendString(b, models[0])
+	b = jsonwrite.AppendString(b, models[0])
 	b = append(b, `,"last_id":`...)
-	return jsonw.AppendString(b, models[len(models)-1])
+	return jsonwrite.AppendString(b, models[len(models)-1])
 }
 
 // writeDialectError writes an error in d's shape.

@@ -140,7 +140,9 @@ func (r *request) Canonical() *canonical.Request {
 // decodeBody reads a Messages request body (count: a count_tokens one).
 // Its strings and raw schemas share one private copy of body.
 func decodeBody(body []byte, version string, count bool) (*canonical.Request, *failure.Public) {
-	return fields.Decode(body, &words, &request{version: version, count: count})
+	r := &request{version: version, count: count}
+	var s scanner
+	return fields.Decode(&s, body, &words, r, func(key []byte) *failure.Public { return r.Member(&s, key) })
 }
 
 // Member reads one top-level member. Duplicate keys: the last one wins, as
@@ -343,16 +345,10 @@ func decodeMetadata(s *scanner) *failure.Public {
 // only some providers sell.
 func decodeSpeed(s *scanner) *failure.Public {
 	l := words.Field("speed")
-	if isNull, p := s.Null(); isNull || p != nil {
+	switch v, given, p := s.OptStr(l); {
+	case p != nil || !given || v == "standard":
 		return p
-	}
-	v, p := s.StrRaw(l)
-	switch {
-	case p != nil:
-		return p
-	case string(v) == "standard":
-		return nil
-	case string(v) == "fast":
+	case v == "fast":
 		return words.Unsupported(l, "fast mode is not available through every provider")
 	}
 	return words.Bad(l, "Input should be 'standard' or 'fast'")

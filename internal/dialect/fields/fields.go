@@ -127,22 +127,24 @@ func (r *Reader) IsSyntax(p *failure.Public) bool { return p != nil && p == r.sy
 
 // Request is what a dialect decodes a request body into.
 type Request interface {
-	// Member reads one top-level member, the value next in r.
-	Member(r *Reader, key []byte) *failure.Public
 	// Check judges the request as a whole once every member is read.
 	Check() *failure.Public
 	// Canonical is the request in canonical form.
 	Canonical() *canonical.Request
 }
 
-// Decode reads a request body into req. The Reader reads a private copy
-// of body, so the request's strings may alias it (one allocation for all
-// unescaped text) while the caller reuses body at once. A syntax error
-// anywhere in body is reported before any field error, as a
-// parse-then-validate server reports it.
-func Decode(body []byte, w *Wording, req Request) (*canonical.Request, *failure.Public) {
-	r := New(bytes.Clone(body), w)
-	p := r.body(func(key []byte) *failure.Public { return req.Member(&r, key) })
+// Decode reads a request body into req with r: member reads each
+// top-level member (the value next in r). r reads a private copy of body,
+// so the request's strings may alias it (one allocation for all unescaped
+// text) while the caller reuses body at once. A syntax error anywhere in
+// body is reported before any field error, as a parse-then-validate server
+// reports it.
+//
+// r is the caller's, and member a closure over it, so that the member
+// reads are static calls and the Reader stays on the caller's stack.
+func Decode(r *Reader, body []byte, w *Wording, req Request, member func(key []byte) *failure.Public) (*canonical.Request, *failure.Public) {
+	*r = New(bytes.Clone(body), w)
+	p := r.body(member)
 	switch {
 	case p == nil:
 		p = req.Check()

@@ -140,7 +140,8 @@ func TestIsSyntaxAndDecode(t *testing.T) {
 		``:              "syntax: unexpected end of input at 0",
 	} {
 		q := &testRequest{}
-		got, p := Decode([]byte(body), &testWords, q)
+		var r Reader
+		got, p := Decode(&r, []byte(body), &testWords, q, func(key []byte) *failure.Public { return q.Member(&r, key) })
 		switch {
 		case want == "" && (p != nil || !q.checked || got != &q.Request):
 			t.Errorf("Decode(%s) = %v, %+v, checked %v", body, got, p, q.checked)

@@ -19,7 +19,7 @@ import (
 	"github.com/spillway-gw/spillway/internal/dialect"
 	"github.com/spillway-gw/spillway/internal/dialect/openaichat"
 	"github.com/spillway-gw/spillway/internal/failure"
-	"github.com/spillway-gw/spillway/internal/jsonw"
+	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 )
 
 // Bounds on a request, OpenAI's own: at most 2048 inputs per request.
@@ -211,7 +211,7 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, req *canonical.Reques
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"model":`...)
-	dst = jsonw.AppendString(dst, m.Model)
+	dst = jsonwrite.AppendString(dst, m.Model)
 	dst = append(dst, `,"usage":{"prompt_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(resp.Usage.InputTokens), 10)
 	dst = append(dst, `,"total_tokens":`...)

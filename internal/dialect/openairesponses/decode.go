@@ -36,7 +36,9 @@ const minOutputTokens = 16
 // so decoding costs one allocation for all unescaped text and the caller may
 // reuse body at once.
 func (*Dialect) Decode(body []byte, _ http.Header) (*canonical.Request, *failure.Public) {
-	return fields.Decode(body, &words, new(request))
+	r := new(request)
+	var s scanner
+	return fields.Decode(&s, body, &words, r, func(key []byte) *failure.Public { return r.Member(&s, key) })
 }
 
 // request holds what the top-level loop has read so far.
