@@ -300,13 +300,24 @@ func TestReplicasIdempotencyReplay(t *testing.T) {
 }
 
 // Redis stopped mid-test: traffic continues on every replica (health
-// local, keys local), the metric says so; when Redis returns the replicas
+// local, keys local) except under a money limit (503 budget_unavailable,
+// the default policy), the metric says so; when Redis returns the replicas
 // share again without a restart, and converge: an outage A saw during the
 // gap is skipped by B once Redis is back.
 func TestReplicasRedisStopped(t *testing.T) {
 	h, reps, proxy := newReplicas(t, 2, nil, rungSpec{"primary", "anthropic"}, rungSpec{"secondary", "openai"})
 	if v := reps[0].metric(t, "spillway_shared_state_up"); v != "1" {
 		t.Fatalf("spillway_shared_state_up = %q with Redis up", v)
+	}
+	// A budgeted key: money limits fail closed while Redis is down.
+	budgetedKey, budgetedID := h.newKey(t)
+	for _, r := range reps {
+		r.budget.SetBudgets([]ledger.Budget{{Scope: ledger.ScopeKey, ID: budgetedID, CreditMicroUSD: &[]int64{1_000_000}[0]}})
+	}
+	budgeted := *reps[1]
+	budgeted.key = budgetedKey
+	if r := budgeted.post(t, replicaBody(false, "hi")); r.status != 200 {
+		t.Fatalf("budgeted key, Redis up: %d %s", r.status, r.body)
 	}
 	proxy.Cut(true)
 	for i := range 6 {
@@ -320,6 +331,9 @@ func TestReplicasRedisStopped(t *testing.T) {
 		if v := r.metric(t, "spillway_shared_state_up"); v != "0" {
 			t.Errorf("%s: spillway_shared_state_up = %q with Redis stopped", r.name, v)
 		}
+	}
+	if r := budgeted.post(t, replicaBody(false, "hi")); r.status != 503 || !strings.Contains(string(r.body), "budget_unavailable") || r.header.Get("Retry-After") == "" {
+		t.Errorf("budgeted key, Redis down (budgets_when_down refuse): %d %s", r.status, r.body)
 	}
 	// During the outage A sees the primary fail; B cannot hear of it.
 	h.fault("primary", "status=529")
@@ -339,6 +353,10 @@ func TestReplicasRedisStopped(t *testing.T) {
 		if !r.shared.Up() {
 			t.Errorf("%s not reconnected", r.name)
 		}
+	}
+	h.fault("primary", "")
+	if r := budgeted.post(t, replicaBody(false, "hi")); r.status != 200 {
+		t.Errorf("budgeted key once Redis returned: %d %s", r.status, r.body)
 	}
 }
 
