@@ -56,8 +56,8 @@ type gateway struct {
 	budget     *budget.Accountant
 	// shared is the shared-state client (nil: shared_state none).
 	shared *redisstate.Client
-	tracer     *tracing.Tracer
-	log        *slog.Logger
+	tracer *tracing.Tracer
+	log    *slog.Logger
 }
 
 // openGateway opens the ledger and its journal (path.journal.N), replays
