@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillway-gw/spillway/internal/accesslog"
 	"github.com/spillway-gw/spillway/internal/activity"
 	"github.com/spillway-gw/spillway/internal/billing"
 	"github.com/spillway-gw/spillway/internal/budget"
@@ -78,7 +79,11 @@ type Options struct {
 	// fields as the slog "request" record, written without slog); nil logs
 	// through Log.
 	AccessLog io.Writer
-	Log       *slog.Logger
+	// AccessSample keeps a share of the access-log lines per outcome
+	// (log.access); nil writes every line. Metrics, the ledger and traces
+	// count every request either way.
+	AccessSample *accesslog.Sampler
+	Log          *slog.Logger
 	// Getenv resolves credential environment variables (default os.Getenv).
 	Getenv func(string) string
 	// Now is the clock (default time.Now).
