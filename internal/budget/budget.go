@@ -87,6 +87,9 @@ type Accountant struct {
 	downPolicy DownPolicy
 	wasDown    atomic.Bool
 	downEpoch  atomic.Uint64
+	// sharedHolds maps a *Hold to its *SharedReserve: kept beside the
+	// hold, not in it, so a Hold stays as small without a shared store.
+	sharedHolds sync.Map
 }
 
 // New returns an Accountant with no limits on c (nil = the system clock;
@@ -170,8 +173,6 @@ type Hold struct {
 	done   atomic.Bool
 	states []*state
 	inline [4]*state // backs states for the usual org/team/key/model
-	// shared is the hold across replicas (nil: none).
-	shared *SharedReserve
 }
 
 // AmountMicro is the amount held at every scope (what the ledger's
@@ -298,8 +299,8 @@ func (h *Hold) Settle(actualMicro int64, actualTokens int) bool {
 	now := h.a.clock.Now()
 	day, sec := dayOf(now), now.Unix()
 	actual, delta := max(actualMicro, 0), int64(max(actualTokens, 0))-h.tokens
-	if h.shared != nil {
-		h.a.shared.Settle(h.shared, actual, delta)
+	if h.a.shared != nil {
+		h.a.settleShared(h, actual, delta)
 	}
 	for _, st := range h.states {
 		st.mu.Lock()

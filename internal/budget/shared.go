@@ -130,7 +130,7 @@ func (a *Accountant) reserveShared(scopes []Scope, amountMicro int64, tokens int
 	// Counted across replicas: count it here too, unchecked, so this
 	// replica's figures (seeds, admin views) follow.
 	h, _ := a.reserve(scopes, amountMicro, tokens, false)
-	h.shared = req
+	a.sharedHolds.Store(h, req)
 	if a.wasDown.Load() && a.wasDown.CompareAndSwap(true, false) {
 		a.downEpoch.Add(1) // the store answers: the next outage starts afresh
 	}
@@ -209,4 +209,11 @@ func newHoldID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// settleShared closes h's shared hold, if it has one.
+func (a *Accountant) settleShared(h *Hold, actual, tokenDelta int64) {
+	if v, ok := a.sharedHolds.LoadAndDelete(h); ok {
+		a.shared.Settle(v.(*SharedReserve), actual, tokenDelta)
+	}
 }
