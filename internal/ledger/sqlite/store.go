@@ -245,8 +245,13 @@ func dsn(abs string, readOnly bool) string {
 		// Take the write lock at BEGIN: a deferred transaction that
 		// upgrades later can fail with SQLITE_BUSY without waiting.
 		q.Set("_txlock", "immediate")
-		// The requests table's indexes: keep their hot pages cached.
-		q.Add("_pragma", "cache_size(-16384)")
+		// 2 MiB of page cache per writing connection (the writer and the
+		// checkpointer), about SQLite's own default: 16 MiB cost a gateway 19 MB
+		// of RSS under load (76 -> 57 MB against a bare proxy's 45) and
+		// bought no ingest throughput (cpu-µs per settlement, median of 3
+		// interleaved rounds, 80k rows: 26.0 at 2 MiB, 28.5 at 16 MiB);
+		// pages that miss are read from the OS's page cache.
+		q.Add("_pragma", "cache_size(-2048)")
 		q.Add("_pragma", "temp_store(MEMORY)")
 	}
 	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
