@@ -366,7 +366,12 @@ type result struct {
 	// replayed says the answer was marked Idempotent-Replayed.
 	replay   string
 	replayed bool
-	hung     bool
+	// rerun is the idempotent retry of a request refused with nothing sent
+	// upstream, whose key the gateway released (see released): the retry
+	// ran as a request of its own, checked and expected in the ledger like
+	// the others. Nil otherwise.
+	rerun *result
+	hung  bool
 }
 
 // send sends one request (twice for an idempotent one) and reads its
@@ -383,7 +388,11 @@ func (d *driver) send(ctx context.Context, i int, s Shape, buf *[]byte) result {
 	}
 	if s.Idem && r.kind != noAnswer {
 		again := d.once(ctx, s, *buf, idemKey)
-		r.replay = sameAnswer(&r, &again)
+		if released(&r) {
+			r.replay, r.rerun = rerunProblem(&r, &again), &again
+		} else {
+			r.replay = sameAnswer(&r, &again)
+		}
 	}
 	return r
 }
@@ -401,7 +410,8 @@ func sameAnswer(a, b *result) string {
 	case b.kind == noAnswer:
 		return "replay got no answer: " + b.reason
 	case b.requestID != a.requestID:
-		return "replay has request id " + b.requestID + ", the original " + a.requestID
+		return fmt.Sprintf("replay has request id %s (HTTP %d %s), the original %s (HTTP %d %s, attempts %d)",
+			b.requestID, b.status, b.errCode, a.requestID, a.status, a.errCode, a.attempts)
 	case b.status != a.status || b.kind != a.kind:
 		return fmt.Sprintf("replay answered %d/%d, the original %d/%d", b.status, b.kind, a.status, a.kind)
 	case b.usage != a.usage || b.delivered != a.delivered:

@@ -44,7 +44,7 @@ func rule(name string) string {
 	case invCallerErrors:
 		return "invalid requests got 400 in the dialect's error shape; valid ones never got a caller-fault 4xx"
 	case invReplays:
-		return "an Idempotency-Key retry replayed the original answer (same request id, outcome and usage)"
+		return "an Idempotency-Key retry replayed the original answer (same request id, outcome and usage), or ran afresh, unmarked, when the original was a 429/5xx that sent nothing upstream (its key released)"
 	case invSettledOnce:
 		return "no request settled twice; every answered request settled exactly once; refused ones never"
 	case invCost:
@@ -195,7 +195,12 @@ type Report struct {
 		Interrupted int `json:"typed_interrupt"`
 		Truncated   int `json:"silent_truncation"`
 	} `json:"streams"`
+	// Replays counts Idempotency-Key retries answered from the first
+	// request's recording; Reruns those that ran afresh because the first
+	// request was refused with nothing sent upstream, which releases the key
+	// (see released). A rerun's answer is checked as a request of its own.
 	Replays int `json:"idempotent_replays"`
+	Reruns  int `json:"idempotent_reruns"`
 	// CostHeaders counts answers whose cost header (or stream trailer) was
 	// held against the ledger.
 	CostHeaders int `json:"cost_headers_checked"`
@@ -233,26 +238,35 @@ func (r *Report) Broken() []string {
 	return out
 }
 
-// expectations turns the callers' results into the ledger check's input.
+// expectations turns the callers' results into the ledger check's input:
+// one per request, and one more per retry that ran afresh (a request the
+// caller saw too, with its own settlement).
 func expectations(rs []result) []Expect {
-	out := make([]Expect, len(rs))
+	out := make([]Expect, 0, len(rs))
 	for i := range rs {
-		r := &rs[i]
-		e := Expect{RequestID: r.requestID, Deployment: r.deployment, Attempts: r.attempts, Trail: r.trail,
-			Usage: r.usage, Delivered: r.delivered, Cost: r.cost, HasCost: r.hasCost}
-		switch {
-		case r.kind == okAnswer:
-			e.Outcome = Served
-		case r.kind == interrupted:
-			e.Outcome = Cut
-		case r.kind == failed && callerError(r.status):
-			e.Outcome = Refused
-		case r.kind == failed:
-			e.Outcome = Failed
+		out = append(out, expect(&rs[i]))
+		if rr := rs[i].rerun; rr != nil {
+			out = append(out, expect(rr))
 		}
-		out[i] = e
 	}
 	return out
+}
+
+// expect is what the caller saw of one answer.
+func expect(r *result) Expect {
+	e := Expect{RequestID: r.requestID, Deployment: r.deployment, Attempts: r.attempts, Trail: r.trail,
+		Usage: r.usage, Delivered: r.delivered, Cost: r.cost, HasCost: r.hasCost}
+	switch {
+	case r.kind == okAnswer:
+		e.Outcome = Served
+	case r.kind == interrupted:
+		e.Outcome = Cut
+	case r.kind == failed && callerError(r.status):
+		e.Outcome = Refused
+	case r.kind == failed:
+		e.Outcome = Failed
+	}
+	return e
 }
 
 // callerError reports whether a status blames the caller's request.
@@ -280,48 +294,22 @@ func buildReport(cfg Config, t Target, phases []PhaseReport, rs []result, lr *Le
 		s := r.shape
 		tag := fmt.Sprintf("#%d %s stream=%v id=%s", i, s.Dialect, s.Stream, r.requestID)
 		if s.Idem && r.kind != noAnswer {
-			rep.Replays++
+			if r.rerun != nil {
+				rep.Reruns++
+				checkAnswer(c, cfg, t.Model, depth, tag+" (its retry, id="+r.rerun.requestID+")", r.rerun)
+			} else {
+				rep.Replays++
+			}
 			if r.replay != "" {
 				c.fail(invReplays, "%s: %s", tag, r.replay)
 			}
 		}
-		switch {
-		case r.hung:
-			c.fail(invAnswered, "%s: still open after %v", tag, cfg.RequestTimeout)
-		case r.kind == noAnswer:
-			c.fail(invAnswered, "%s: %s", tag, r.reason)
-		}
-		if r.problem != "" {
-			c.fail(invWellFormed, "%s: %s", tag, r.problem)
-		}
-		switch {
-		case r.kind == noAnswer:
-		case s.Invalid && (r.kind != failed || r.status != http.StatusBadRequest):
-			c.fail(invCallerErrors, "%s: an invalid request answered %d %s", tag, r.status, r.errCode)
-		case !s.Invalid && callerError(r.status):
-			c.fail(invCallerErrors, "%s: a valid request answered %d %s", tag, r.status, r.errCode)
-		}
-		if r.model != "" && r.model != t.Model {
-			c.fail(invNoModelChange, "%s: x-spillway-model %q, asked %q", tag, r.model, t.Model)
-		}
-		if r.kind == okAnswer || r.kind == interrupted || r.kind == truncated {
-			if r.model == "" {
-				c.fail(invNoModelChange, "%s: answer without x-spillway-model", tag)
-			}
-			if r.bodyModel != t.Model {
-				c.fail(invNoModelChange, "%s: the answer names model %q, asked %q", tag, r.bodyModel, t.Model)
-			}
-			if _, ok := depth[r.deployment]; !ok {
-				c.fail(invNoModelChange, "%s: served by %q, not a deployment of the pool", tag, r.deployment)
-			}
-		}
+		checkAnswer(c, cfg, t.Model, depth, tag, r)
 		switch r.kind {
 		case okAnswer:
 			rep.Succeeded++
 		case interrupted:
 			rep.Interrupted++
-		case truncated:
-			c.fail(invNoTruncation, "%s: %s (x-spillway-trail %q)", tag, r.reason, r.trail)
 		case failed:
 			if callerError(r.status) {
 				rep.CallerErrors++
@@ -398,6 +386,44 @@ func buildReport(cfg Config, t Target, phases []PhaseReport, rs []result, lr *Le
 	return rep
 }
 
+// checkAnswer holds one answer, a first request's or a retry's that ran
+// afresh, to the caller-side invariants.
+func checkAnswer(c *checks, cfg Config, model string, depth map[string]int, tag string, r *result) {
+	switch {
+	case r.hung:
+		c.fail(invAnswered, "%s: still open after %v", tag, cfg.RequestTimeout)
+	case r.kind == noAnswer:
+		c.fail(invAnswered, "%s: %s", tag, r.reason)
+	}
+	if r.problem != "" {
+		c.fail(invWellFormed, "%s: %s", tag, r.problem)
+	}
+	switch {
+	case r.kind == noAnswer:
+	case r.shape.Invalid && (r.kind != failed || r.status != http.StatusBadRequest):
+		c.fail(invCallerErrors, "%s: an invalid request answered %d %s", tag, r.status, r.errCode)
+	case !r.shape.Invalid && callerError(r.status):
+		c.fail(invCallerErrors, "%s: a valid request answered %d %s", tag, r.status, r.errCode)
+	}
+	if r.model != "" && r.model != model {
+		c.fail(invNoModelChange, "%s: x-spillway-model %q, asked %q", tag, r.model, model)
+	}
+	if r.kind == okAnswer || r.kind == interrupted || r.kind == truncated {
+		if r.model == "" {
+			c.fail(invNoModelChange, "%s: answer without x-spillway-model", tag)
+		}
+		if r.bodyModel != model {
+			c.fail(invNoModelChange, "%s: the answer names model %q, asked %q", tag, r.bodyModel, model)
+		}
+		if _, ok := depth[r.deployment]; !ok {
+			c.fail(invNoModelChange, "%s: served by %q, not a deployment of the pool", tag, r.deployment)
+		}
+	}
+	if r.kind == truncated {
+		c.fail(invNoTruncation, "%s: %s (x-spillway-trail %q)", tag, r.reason, r.trail)
+	}
+}
+
 // exercised fails the drill when a fault it scripts never showed: a drill
 // that injected nothing proves nothing.
 func exercised(c *checks, rep *Report, lr *LedgerReport) {
@@ -447,7 +473,8 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Succeeded, r.Interrupted, r.Failed, r.CallerErrors, r.NoAnswer)
 	fmt.Fprintf(w, "streams             %d complete, %d typed interrupt, %d silent truncation\n",
 		r.Streams.Complete, r.Streams.Interrupted, r.Streams.Truncated)
-	fmt.Fprintf(w, "idempotent replays  %d; cost headers checked against the ledger %d\n", r.Replays, r.CostHeaders)
+	fmt.Fprintf(w, "idempotent replays  %d (and %d retries run afresh: their first request sent nothing upstream); cost headers checked against the ledger %d\n",
+		r.Replays, r.Reruns, r.CostHeaders)
 	fmt.Fprintf(w, "failovers           %d answers served after a failed attempt; by serving rung %v\n", r.Failovers, r.ServedAtDepth)
 	keys := make([]int, 0, len(r.Attempts))
 	for k := range r.Attempts {

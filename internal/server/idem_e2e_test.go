@@ -136,16 +136,35 @@ func TestIdempotency(t *testing.T) {
 			h.do(t, body(false, "hi"), key) // 2 open the circuit, the third is the last-resort probe
 		}
 		before := h.mocks["primary"].Count()
-		if r := h.do(t, body(false, "hi"), key, "k-8"); r.status != 503 || !strings.Contains(string(r.body), "no_healthy_deployment") {
-			t.Fatalf("%d %s", r.status, r.body)
+		first := h.do(t, body(false, "hi"), key, "k-8")
+		if first.status != 503 || !strings.Contains(string(first.body), "no_healthy_deployment") {
+			t.Fatalf("%d %s", first.status, first.body)
 		}
 		if h.mocks["primary"].Count() != before {
 			t.Fatal("the refused request went upstream")
 		}
+		// What tells a caller (and spillway drill) that nothing went
+		// upstream, so a retry under the key runs afresh: no attempt.
+		if a := first.header.Get("X-Spillway-Attempts"); a != "" {
+			t.Errorf("the refusal names %s attempts", a)
+		}
 		h.fault("primary", "")
 		h.clock.Advance(time.Minute) // the circuit half-opens
-		if r := h.do(t, body(false, "hi"), key, "k-8"); r.status != 200 || r.header.Get("Idempotent-Replayed") != "" {
+		r := h.do(t, body(false, "hi"), key, "k-8")
+		if r.status != 200 || r.header.Get("Idempotent-Replayed") != "" {
 			t.Errorf("retry after the provider recovered: %d replayed=%q %s", r.status, r.header.Get("Idempotent-Replayed"), r.body)
+		}
+		// The retry is a request of its own, settled once; the refusal
+		// reserved nothing and has no row: nothing counted twice.
+		id1, id2 := first.header.Get("X-Request-Id"), r.header.Get("X-Request-Id")
+		if id1 == "" || id1 == id2 {
+			t.Errorf("request ids %q and %q", id1, id2)
+		}
+		if n, _, _ := h.rows(t, id1); n != 0 {
+			t.Errorf("the refusal has %d settled rows", n)
+		}
+		if n, row, _ := h.rows(t, id2); n != 1 || row.status != "ok" {
+			t.Errorf("the retry has %d settled rows (%+v), want one ok", n, row)
 		}
 	})
 	t.Run("a budget refusal releases the key: a retry may run", func(t *testing.T) {
