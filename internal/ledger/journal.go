@@ -3,8 +3,11 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,6 +43,9 @@ const segMagic = "spwjrnl1"
 type Journal struct {
 	path string
 	lock *os.File
+	// id names this journal (and so its replica) in the reservations it
+	// writes: see ID.
+	id string
 
 	// Owned by the Writer (under its journal mutex) once it runs.
 	f    *os.File // the segment being appended to; nil until the next append
@@ -68,6 +74,10 @@ func OpenJournal(path string) (*Journal, error) {
 		return nil, fmt.Errorf("ledger: journal %s: %w", abs, err)
 	}
 	j := &Journal{path: abs, lock: lf}
+	if j.id, err = journalID(lf); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("ledger: journal %s: identity: %w", abs, err)
+	}
 	if j.leftovers, err = j.segments(); err != nil {
 		lf.Close()
 		return nil, err
@@ -76,6 +86,36 @@ func OpenJournal(path string) (*Journal, error) {
 		j.seq = j.leftovers[n-1]
 	}
 	return j, nil
+}
+
+// ID is the journal's identity: 32 hex digits made at its first open and
+// kept in its lock file, so the same across the restarts of the replica
+// that owns it and different for every other journal. The reservations
+// its Writer and Recover write carry it (Batch.Owner), and Recover
+// releases only those.
+func (j *Journal) ID() string { return j.id }
+
+// journalID reads the identity kept in the (locked) lock file, or makes
+// one and keeps it there when it holds none.
+func journalID(lf *os.File) (string, error) {
+	var b [64]byte
+	n, err := lf.ReadAt(b[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	if id := strings.TrimSpace(string(b[:n])); len(id) == 32 && strings.Trim(id, "0123456789abcdef") == "" {
+		return id, nil
+	}
+	var r [16]byte
+	_, _ = rand.Read(r[:])
+	id := hex.EncodeToString(r[:])
+	if err := lf.Truncate(0); err != nil {
+		return "", err
+	}
+	if _, err := lf.WriteAt([]byte(id+"\n"), 0); err != nil {
+		return "", err
+	}
+	return id, lf.Sync()
 }
 
 // segments lists the segment numbers on disk, ascending.
@@ -213,9 +253,10 @@ type Recovery struct {
 // Recover is the gateway's start-up recovery; call it before the Writer
 // starts. It replays every segment an earlier process left into s, in one
 // pass and in order (a reservation settled within the journal is not
-// written at all), deletes them, and then releases every reservation left
-// open (s.RecoverOpen): those of the journal and of the store alike. A
-// store error stops it with the segments kept, so a later attempt replays
+// written at all), deletes them, and then releases every reservation this
+// journal's replica left open (s.RecoverOpen with ID), those the journal
+// held and those already in the store alike; other replicas' reservations
+// in flight are left alone. A store error stops it with the segments kept, so a later attempt replays
 // them again.
 func (j *Journal) Recover(ctx context.Context, s Store) (*Recovery, error) {
 	rec := &Recovery{Segments: len(j.leftovers)}
@@ -224,14 +265,14 @@ func (j *Journal) Recover(ctx context.Context, s Store) (*Recovery, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b Batch
+	b := Batch{Owner: j.id}
 	err = commitSet(ctx, s, set, &b, defaultIngestBatch, func(*WriteError) { rec.Rejected++ })
 	if err != nil {
 		return nil, fmt.Errorf("ledger: journal replay: %w", err)
 	}
 	j.remove(read, slog.New(slog.DiscardHandler))
 	j.leftovers = nil
-	if rec.Released, err = s.RecoverOpen(ctx); err != nil {
+	if rec.Released, err = s.RecoverOpen(ctx, j.id); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -306,7 +347,7 @@ func CatchUp(ctx context.Context, path string, s Store) (int, error) {
 			}
 		})
 	}
-	var b Batch
+	b := Batch{Owner: j.id}
 	if err := commitSet(ctx, s, set, &b, defaultIngestBatch, func(*WriteError) {}); err != nil {
 		return 0, fmt.Errorf("ledger: journal catch-up: %w", err)
 	}

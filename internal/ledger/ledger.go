@@ -149,6 +149,12 @@ type Settlement struct {
 type Batch struct {
 	Reservations []Reservation
 	Settlements  []Settlement
+	// Owner stamps every reservation of the batch with the journal that
+	// holds it (Journal.ID: one per replica, kept across its restarts), so
+	// that RecoverOpen releases a replica's own reservations and never
+	// those another replica has in flight. Empty: no owner (a Writer
+	// without a journal); any replica's RecoverOpen releases those.
+	Owner string
 }
 
 // Released is a reservation found open at start-up (the gateway died
@@ -205,9 +211,11 @@ type Store interface {
 	// A settlement whose request id already has a settled row is skipped,
 	// never written twice.
 	WriteBatch(ctx context.Context, b *Batch) error
-	// RecoverOpen releases every reservation without a settlement and
-	// returns them, for the start-up report.
-	RecoverOpen(ctx context.Context) ([]Released, error)
+	// RecoverOpen releases every reservation without a settlement that
+	// owner wrote (Batch.Owner), and those written without an owner, and
+	// returns them, oldest first, for the start-up report. Other owners'
+	// open reservations (replicas still running) are left alone.
+	RecoverOpen(ctx context.Context, owner string) ([]Released, error)
 	// Spends sums settled cost per scope, in total and since dayStart.
 	Spends(ctx context.Context, dayStart time.Time) ([]Spend, error)
 	// Usage reports settled requests.

@@ -249,6 +249,7 @@ func newWriter(s Store, opts WriterOptions, now func() time.Time, sleep func(con
 	w.waiters.New = func() any { return &waiter{ch: make(chan error, 1)} }
 	if j := opts.Journal; j != nil {
 		w.j = j
+		w.ibatch.Owner = j.id
 		w.jcond = sync.NewCond(&w.jmu)
 		w.cur, w.spare = newPendingSet(), newPendingSet()
 		w.kick = make(chan struct{}, 1)

@@ -73,19 +73,19 @@ func (f *fakeStore) committed() [][]string {
 	return slices.Clone(f.batches)
 }
 
-func (f *fakeStore) RecoverOpen(context.Context) ([]Released, error)       { return nil, nil }
-func (f *fakeStore) Spends(context.Context, time.Time) ([]Spend, error)    { return nil, nil }
-func (f *fakeStore) Usage(context.Context, UsageQuery) ([]UsageRow, error) { return nil, nil }
-func (f *fakeStore) Repair(context.Context) ([]Repaired, error)            { return nil, nil }
-func (f *fakeStore) AdminKeys(context.Context) ([]AdminKey, error)         { return nil, nil }
-func (f *fakeStore) RotateAdminKey(context.Context, *AdminKey) error       { return nil }
-func (f *fakeStore) CreateKey(context.Context, *Key) error                 { return nil }
-func (f *fakeStore) KeyByHash(context.Context, []byte) (*Key, error)       { return nil, ErrNotFound }
-func (f *fakeStore) Keys(context.Context) ([]Key, error)                   { return nil, nil }
-func (f *fakeStore) RevokeKey(context.Context, string, time.Time) error    { return nil }
-func (f *fakeStore) SetBudget(context.Context, *Budget) error              { return nil }
-func (f *fakeStore) Budgets(context.Context) ([]Budget, error)             { return nil, nil }
-func (f *fakeStore) Close() error                                          { return nil }
+func (f *fakeStore) RecoverOpen(context.Context, string) ([]Released, error) { return nil, nil }
+func (f *fakeStore) Spends(context.Context, time.Time) ([]Spend, error)      { return nil, nil }
+func (f *fakeStore) Usage(context.Context, UsageQuery) ([]UsageRow, error)   { return nil, nil }
+func (f *fakeStore) Repair(context.Context) ([]Repaired, error)              { return nil, nil }
+func (f *fakeStore) AdminKeys(context.Context) ([]AdminKey, error)           { return nil, nil }
+func (f *fakeStore) RotateAdminKey(context.Context, *AdminKey) error         { return nil }
+func (f *fakeStore) CreateKey(context.Context, *Key) error                   { return nil }
+func (f *fakeStore) KeyByHash(context.Context, []byte) (*Key, error)         { return nil, ErrNotFound }
+func (f *fakeStore) Keys(context.Context) ([]Key, error)                     { return nil, nil }
+func (f *fakeStore) RevokeKey(context.Context, string, time.Time) error      { return nil }
+func (f *fakeStore) SetBudget(context.Context, *Budget) error                { return nil }
+func (f *fakeStore) Budgets(context.Context) ([]Budget, error)               { return nil, nil }
+func (f *fakeStore) Close() error                                            { return nil }
 
 var _ Store = (*fakeStore)(nil)
 

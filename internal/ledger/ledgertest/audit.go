@@ -117,7 +117,7 @@ func testAudit(t *testing.T, open Open) {
 	if st.Open != 2 || st.Settled != len(ids) || st.Released != 0 || !slices.Equal(st.OpenIDs, []string{"open-1", "open-2"}) {
 		t.Errorf("reservation states %+v, want 2 open (open-1, open-2), %d settled", st, len(ids))
 	}
-	if _, err := s.RecoverOpen(ctx); err != nil {
+	if _, err := s.RecoverOpen(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := s.ReservationStates(ctx); err != nil || st.Open != 0 || st.Released != 2 || len(st.OpenIDs) != 0 {

@@ -30,6 +30,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("DuplicateSettlement", func(t *testing.T) { testDuplicate(t, open) })
 	t.Run("ReservationClosedBySettlement", func(t *testing.T) { testReservations(t, open) })
 	t.Run("RecoverOpen", func(t *testing.T) { testRecover(t, open) })
+	t.Run("RecoverOwnOnly", func(t *testing.T) { testRecoverOwn(t, open) })
 	t.Run("Keys", func(t *testing.T) { testKeys(t, open) })
 	t.Run("Budgets", func(t *testing.T) { testBudgets(t, open) })
 	t.Run("Spends", func(t *testing.T) { testSpends(t, open) })
@@ -166,7 +167,7 @@ func total(t *testing.T, s ledger.Store) ledger.UsageRow {
 
 func openIDs(t *testing.T, s ledger.Store) []string {
 	t.Helper()
-	rel, err := s.RecoverOpen(context.Background())
+	rel, err := s.RecoverOpen(context.Background(), "")
 	if err != nil {
 		t.Fatalf("RecoverOpen: %v", err)
 	}
@@ -264,7 +265,7 @@ func testRecover(t *testing.T, open Open) {
 	if err := s.WriteBatch(ctx, &ledger.Batch{Settlements: []ledger.Settlement{Settlement("y", 1, 1)}}); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := s.RecoverOpen(ctx)
+	rel, err := s.RecoverOpen(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

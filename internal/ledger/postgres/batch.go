@@ -17,8 +17,8 @@ import (
 // round trip once the statements are prepared on the connection).
 const (
 	sqlReserve = `INSERT INTO reservations
-	(request_id, key_id, org, team, public_model, amount_micro, created_at)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])
+	(request_id, key_id, org, team, public_model, amount_micro, created_at, owner)
+	SELECT *, $8::text FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])
 	ON CONFLICT (request_id) DO NOTHING`
 
 	// sqlSettle inserts the request rows, skipping those already settled,
@@ -117,7 +117,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) error {
 	defer cancel()
 	var pb pgx.Batch
 	if len(b.Reservations) > 0 {
-		pb.Queue(sqlReserve, reservationArgs(b.Reservations)...)
+		pb.Queue(sqlReserve, append(reservationArgs(b.Reservations), b.Owner)...)
 	}
 	if len(b.Settlements) > 0 {
 		pb.Queue(sqlSettle, settlementArgs(b.Settlements)...)
@@ -244,17 +244,16 @@ func settlementArgs(sets []ledger.Settlement) []any {
 		ac.out, ac.cost, ac.firstByte, ac.duration, ac.started}
 }
 
-// RecoverOpen releases every reservation that is neither settled nor
-// released (the gateway died between reserving and settling) and returns
-// them, oldest first. Call it at start-up, before any Writer runs: a
-// reservation still in flight would be released too (with several
-// replicas, one starting releases the others' reservations in flight;
-// their settlements are still recorded, once). A second call returns
-// nothing.
-func (s *Store) RecoverOpen(ctx context.Context) ([]ledger.Released, error) {
+// RecoverOpen releases every reservation of owner's (or of no owner) that
+// is neither settled nor released (the gateway died between reserving and
+// settling) and returns them, oldest first. Call it at start-up, before
+// owner's Writer runs: a reservation of its still in flight would be
+// released too. Other replicas' reservations are left alone. A second call
+// returns nothing.
+func (s *Store) RecoverOpen(ctx context.Context, owner string) ([]ledger.Released, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE reservations SET released_at = $1
-	WHERE settled_at IS NULL AND released_at IS NULL
-	RETURNING request_id, key_id, org, team, public_model, amount_micro, created_at`, micros(s.now()))
+	WHERE settled_at IS NULL AND released_at IS NULL AND owner IN ($2, '')
+	RETURNING request_id, key_id, org, team, public_model, amount_micro, created_at`, micros(s.now()), owner)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: recover: %w", err)
 	}

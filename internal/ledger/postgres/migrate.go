@@ -25,11 +25,11 @@ import (
 // insert, see sqlSettle), in the same statement: a replayed settlement is
 // never counted twice.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
+	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrateLock is the advisory lock key every spillway holds while it
 // migrates (a transaction-scoped lock: nothing is left held if a
@@ -206,6 +206,13 @@ SELECT request_id FROM requests WHERE input_tokens NOT BETWEEN 0 AND 100000000
 UNION
 SELECT request_id FROM attempts WHERE input_tokens NOT BETWEEN 0 AND 100000000
 	OR output_tokens NOT BETWEEN 0 AND 100000000 OR cost_micro_usd NOT BETWEEN 0 AND 10000000000000;
+`
+
+// migration8: each reservation's owner, as SQLite's migration 8 (whose
+// comment says why). A column with a constant default is added without
+// rewriting the table.
+const migration8 = `
+ALTER TABLE reservations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 `
 
 // migrate applies every migration past the database's version, each in its

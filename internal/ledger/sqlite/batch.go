@@ -11,8 +11,8 @@ import (
 
 const (
 	sqlInsertReservation = `INSERT INTO reservations
-	(request_id, key_id, org, team, public_model, amount_micro, created_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?)
+	(request_id, key_id, org, team, public_model, amount_micro, created_at, owner)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (request_id) DO NOTHING`
 
 	sqlInsertRequest = `INSERT INTO requests
@@ -71,7 +71,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *ledger.Batch) (err error) {
 		for i := range b.Reservations {
 			r := &b.Reservations[i]
 			if _, err := st.ExecContext(ctx, r.RequestID, r.KeyID, r.Org, r.Team,
-				r.PublicModel, r.AmountMicro, micros(r.CreatedAt)); err != nil {
+				r.PublicModel, r.AmountMicro, micros(r.CreatedAt), b.Owner); err != nil {
 				return classify("reservation", err)
 			}
 		}
@@ -164,11 +164,12 @@ func settle(ctx context.Context, req, att *sql.Stmt, st *ledger.Settlement) (ins
 	return true, nil
 }
 
-// RecoverOpen releases every reservation that is neither settled nor
-// released (the gateway died between reserving and settling) and returns
-// them. Call it at start-up, before any Writer runs: a reservation still in
-// flight would be released too. A second call returns nothing.
-func (s *Store) RecoverOpen(ctx context.Context) (_ []ledger.Released, err error) {
+// RecoverOpen releases every reservation of owner's (or of no owner) that
+// is neither settled nor released (the gateway died between reserving and
+// settling) and returns them. Call it at start-up, before owner's Writer
+// runs: a reservation of its still in flight would be released too. A
+// second call returns nothing.
+func (s *Store) RecoverOpen(ctx context.Context, owner string) (_ []ledger.Released, err error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
@@ -179,7 +180,8 @@ func (s *Store) RecoverOpen(ctx context.Context) (_ []ledger.Released, err error
 		}
 	}()
 	rows, err := tx.QueryContext(ctx, `SELECT request_id, key_id, org, team, public_model, amount_micro, created_at
-	FROM reservations WHERE settled_at IS NULL AND released_at IS NULL ORDER BY created_at, request_id`)
+	FROM reservations WHERE settled_at IS NULL AND released_at IS NULL AND owner IN (?, '')
+	ORDER BY created_at, request_id`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
 	}
@@ -204,7 +206,7 @@ func (s *Store) RecoverOpen(ctx context.Context) (_ []ledger.Released, err error
 		return nil, tx.Commit()
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE reservations SET released_at = ?
-	WHERE settled_at IS NULL AND released_at IS NULL`, micros(s.now())); err != nil {
+	WHERE settled_at IS NULL AND released_at IS NULL AND owner IN (?, '')`, micros(s.now()), owner); err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: release: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

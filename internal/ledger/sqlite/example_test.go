@@ -27,7 +27,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	released, err := store.RecoverOpen(ctx) // before any writer runs
+	released, err := store.RecoverOpen(ctx, "") // before any writer runs ("": a writer without a journal owns none)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func TestReservationAfterItsSettlementIsClosed(t *testing.T) {
 	if !settled.Valid || settled.Int64 != micros(st.Request.FinishedAt) {
 		t.Errorf("settled_at = %v, want the request's finish %d", settled, micros(st.Request.FinishedAt))
 	}
-	if rel, err := s.RecoverOpen(ctx); err != nil || len(rel) != 0 {
+	if rel, err := s.RecoverOpen(ctx, ""); err != nil || len(rel) != 0 {
 		t.Errorf("RecoverOpen = %v, %v; want nothing open", rel, err)
 	}
 }

@@ -14,11 +14,11 @@ import (
 // content-free by contract (a test checks every column against an
 // allowlist). Times are INTEGER microseconds since the Unix epoch, UTC.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
+	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7})
+const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8})
 
 // migration1: the tables.
 const migration1 = `
@@ -214,6 +214,15 @@ SELECT request_id FROM requests WHERE input_tokens NOT BETWEEN 0 AND 100000000
 UNION
 SELECT request_id FROM attempts WHERE input_tokens NOT BETWEEN 0 AND 100000000
 	OR output_tokens NOT BETWEEN 0 AND 100000000 OR cost_micro_usd NOT BETWEEN 0 AND 10000000000000;
+`
+
+// migration8: each reservation names the journal (the replica) that wrote
+// it (ledger.Batch.Owner), so a replica starting up releases only the
+// reservations it left open itself, never those other replicas have in
+// flight. Rows written before it have no owner (the empty string) and any replica's
+// recovery releases them, as before.
+const migration8 = `
+ALTER TABLE reservations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 `
 
 // migrate applies every migration past the database's version, each in its

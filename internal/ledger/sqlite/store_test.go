@@ -175,7 +175,7 @@ func TestSchemaIsContentFree(t *testing.T) {
 		"admin_keys":        {"id", "hash", "prefix", "created_at", "revoked_at"},
 		"budgets":           {"scope", "id", "credit_micro_usd", "daily_cap_micro_usd", "rpm", "tpm", "updated_at"},
 		"reservations": {"request_id", "key_id", "org", "team", "public_model", "amount_micro", "created_at",
-			"settled_at", "released_at"},
+			"settled_at", "released_at", "owner"},
 		"requests": {"request_id", "org", "team", "key_id", "public_model", "exact_model", "deployment",
 			"route_depth", "attempts", "status", "failure_class", "input_tokens", "output_tokens", "cached_tokens",
 			"cost_micro_usd", "cost_status", "reserved_micro_usd", "streamed", "first_token_ms", "latency_ms",

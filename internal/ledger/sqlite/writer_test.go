@@ -287,7 +287,7 @@ func killNine(t *testing.T, journal bool) {
 		if left, _ := filepath.Glob(path + ".journal.0*"); len(left) != 0 {
 			t.Errorf("segments left after Recover: %v", left)
 		}
-	} else if released, err = s.RecoverOpen(ctx); err != nil {
+	} else if released, err = s.RecoverOpen(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	var integrity string
@@ -334,7 +334,7 @@ func killNine(t *testing.T, journal bool) {
 	if open != 0 || unsettledNotReleased != 0 {
 		t.Errorf("after recovery: %d reservations open, %d marked settled without a row", open, unsettledNotReleased)
 	}
-	if again, err := s.RecoverOpen(ctx); err != nil || len(again) != 0 {
+	if again, err := s.RecoverOpen(ctx, ""); err != nil || len(again) != 0 {
 		t.Errorf("second RecoverOpen = %d, %v; want none", len(again), err)
 	}
 	t.Logf("printed %d settled ids; %d request rows survived; %d reservations released at start-up", len(printed), rows, len(released))
