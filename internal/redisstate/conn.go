@@ -140,7 +140,8 @@ func Open(o Options) (*Client, error) {
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = slow, slow, slow, o.Timeout
 	ro.ContextTimeoutEnabled = true
 	ro.MaxRetries = -1
-	ro.PoolSize = max(ro.PoolSize, 32)
+	// Connections kept warm, so a burst does not wait for many dials.
+	ro.PoolSize, ro.MinIdleConns = max(ro.PoolSize, 64), max(ro.MinIdleConns, 8)
 	c := &Client{rdb: redis.NewClient(ro), o: o, queue: make(chan queued, o.QueueSize),
 		handlers: map[string]func(string){}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -216,7 +217,12 @@ func (c *Client) call(ctx context.Context, op string, fn func(context.Context) e
 	cctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	err := fn(cctx)
 	cancel()
-	if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil && !isReply(err) {
+	switch {
+	case err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil || isReply(err):
+	case errors.Is(err, redis.ErrPoolTimeout):
+		// Every connection busy: this call falls back, Redis is not down.
+		c.errs.Add(1)
+	default:
 		c.down(op, err)
 	}
 	return err
