@@ -58,6 +58,9 @@ type gateway struct {
 	shared *redisstate.Client
 	tracer *tracing.Tracer
 	log    *slog.Logger
+	// stopPruner stops the ledger's pruner (ledger.retention) and waits
+	// for it; never nil once openGateway returned.
+	stopPruner func()
 }
 
 // openGateway opens the ledger and its journal (path.journal.N), replays
@@ -205,18 +208,25 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 	go refreshBudgets(ctx, store, g.budget, log)
 	g.writer = ledger.NewWriter(store, ledger.WriterOptions{Log: log, Journal: journal, Fsync: fsync,
 		Watch: opened.watch, MinFreeBytes: cfg.Ledger.MinFreeBytes})
+	g.stopPruner = startPruner(ctx, cfg, store, log)
+	defer func() {
+		if !ok {
+			g.stopPruner() // before the store closes
+		}
+	}()
 	ic := cfg.Idempotency
 	so := server.Options{
-		Catalog:     holder,
-		Registry:    registry(),
-		AdminKey:    os.Getenv("SPILLWAY_ADMIN_KEY"),
-		Admin:       admin,
-		Log:         log,
-		Auth:        g.auth,
-		Budget:      g.budget,
-		Ledger:      g.writer,
-		Store:       store,
-		Idempotency: idempotency.New(idempotency.Options{MaxEntries: ic.MaxEntries, MaxBytes: ic.MaxBytes, TTL: ic.TTL.D()}),
+		Catalog:      holder,
+		Registry:     registry(),
+		AdminKey:     os.Getenv("SPILLWAY_ADMIN_KEY"),
+		Admin:        admin,
+		Log:          log,
+		Auth:         g.auth,
+		Budget:       g.budget,
+		Ledger:       g.writer,
+		Store:        store,
+		Idempotency:  idempotency.New(idempotency.Options{MaxEntries: ic.MaxEntries, MaxBytes: ic.MaxBytes, TTL: ic.TTL.D()}),
+		AccessSample: accessSampler(cfg),
 	}
 	for _, o := range setup.server {
 		o(&so)
@@ -235,6 +245,7 @@ func openGateway(ctx context.Context, holder *catalog.Holder, log *slog.Logger, 
 
 // close flushes the ledger and closes it.
 func (g *gateway) close(ctx context.Context) error {
+	g.stopPruner()
 	if g.shared != nil {
 		defer g.shared.Close()
 	}

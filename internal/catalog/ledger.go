@@ -1,5 +1,14 @@
 package catalog
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
 // Ledger.Driver values.
 const (
 	LedgerSQLite   = "sqlite"   // embedded: one file, one process (the default)
@@ -31,6 +40,68 @@ func (c *Config) validateLedger(p *problems) {
 	}
 	if l.DSNEnv != "" && !envVarRE.MatchString(l.DSNEnv) {
 		p.add("ledger.dsn_env", 0, "%s is not an environment variable name: put the NAME of the variable holding the PostgreSQL DSN here, never the DSN", notShown(l.DSNEnv))
+	}
+	c.validateRetention(p)
+}
+
+// MaxRetention bounds ledger.retention (a hundred years: "forever" is 0).
+const MaxRetention = 36500 * 24 * time.Hour
+
+// Retention is ledger.retention: how long raw ledger rows are kept; 0
+// keeps them forever.
+type Retention time.Duration
+
+// D returns the retention as a time.Duration (0: forever).
+func (r Retention) D() time.Duration { return time.Duration(r) }
+
+// UnmarshalYAML reads whole days ("90d"), a Go duration ("2160h"), or
+// "forever" / 0 (keep forever). Negative values are refused.
+func (r *Retention) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a retention such as \"90d\", got %s", describe(n))
+	}
+	if n.ShortTag() == "!!null" {
+		return nil
+	}
+	v := strings.TrimSpace(n.Value)
+	switch {
+	case v == "0" || v == "forever":
+		*r = 0
+		return nil
+	case strings.HasSuffix(v, "d"):
+		days, err := strconv.ParseInt(strings.TrimSuffix(v, "d"), 10, 64)
+		if err != nil || days < 0 || days > int64(MaxRetention/(24*time.Hour)) {
+			return fmt.Errorf("retention %q: write whole days such as \"90d\" (at most %dd), or \"forever\"", v, MaxRetention/(24*time.Hour))
+		}
+		*r = Retention(time.Duration(days) * 24 * time.Hour)
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("retention %q: write whole days such as \"90d\", a Go duration such as \"2160h\", or \"forever\"", v)
+	}
+	if d < 0 {
+		return fmt.Errorf("retention %q is negative", v)
+	}
+	*r = Retention(d)
+	return nil
+}
+
+// MarshalYAML writes whole days as "Nd", anything else as a Go duration.
+func (r Retention) MarshalYAML() (any, error) {
+	d := time.Duration(r)
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour)), nil
+	}
+	return d.String(), nil
+}
+
+// validateRetention: raw rows are pruned by whole UTC days, so a retention
+// is at least one.
+func (c *Config) validateRetention(p *problems) {
+	if r := c.Ledger.Retention.D(); r != 0 && (r < 24*time.Hour || r > MaxRetention) {
+		p.add("ledger.retention", 0, "%s is outside 1d..%dd (raw rows are pruned by whole UTC days; 0 or \"forever\" keeps them)",
+			r, MaxRetention/(24*time.Hour))
 	}
 }
 

@@ -83,7 +83,7 @@ func TestParseDecodeRefusals(t *testing.T) {
 		{"tab indentation", "server:\n\tlisten: x\n", []want{{2, "", "invalid YAML"}}},
 		{"two documents", minimal + "---\nroutes: []\n", []want{{14, "", "second YAML document"}}},
 		{"unknown top-level key", minimal + "rutes: []\n", []want{{14, "rutes", `did you mean "routes"`}}},
-		{"unknown key lists known", "colour: red\n" + minimal, []want{{1, "colour", "known: deployments, idempotency, ledger, pools, routes, routing, server"}}},
+		{"unknown key lists known", "colour: red\n" + minimal, []want{{1, "colour", "known: deployments, idempotency, ledger, log, pools, routes, routing, server"}}},
 		{"unknown nested key", strings.Replace(minimal, "    model: gpt-4.1\n    price", "    model: gpt-4.1\n    timeouts: {conect: 1s}\n    price", 1),
 			[]want{{6, "deployments[0].timeouts.conect", `did you mean "connect"`}}},
 		{"unknown key in server", "server:\n  listen: x\n  max_body: 3\n" + minimal, []want{{3, "server.max_body", "unknown key"}}},

@@ -23,6 +23,9 @@ type Config struct {
 	SharedState SharedState `yaml:"shared_state,omitempty"`
 	// Telemetry exports traces (off by default); see telemetry.go.
 	Telemetry Telemetry `yaml:"telemetry,omitempty"`
+	// Log samples the access log per outcome (every line by default);
+	// see logging.go.
+	Log Log `yaml:"log,omitempty"`
 
 	// lines maps a field path ("deployments[2].base_url") to the line it was
 	// written on, so that validation can point at it. Set by Load/Parse;
@@ -146,6 +149,13 @@ type Ledger struct {
 	// system, billable requests are refused (503 ledger_unavailable)
 	// before a write can fail. Default 32 MiB; -1 turns the check off.
 	MinFreeBytes int64 `yaml:"min_free_bytes"`
+	// Retention is how long raw request, attempt and reservation rows
+	// are kept ("90d", or a Go duration of at least 24h), in whole UTC
+	// days; older ones are pruned in the background in small batches.
+	// Daily usage aggregates and spend totals are kept for good, so usage
+	// over whole days and budgets are unchanged by pruning. Zero (the
+	// default, also "forever"): raw rows are kept forever.
+	Retention Retention `yaml:"retention,omitempty"`
 }
 
 // Idempotency bounds the in-memory Idempotency-Key store.

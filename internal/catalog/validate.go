@@ -63,6 +63,7 @@ func (c *Config) Validate(file string) Problems {
 	c.validateQuality(p)
 	c.validateSharedState(p)
 	c.validateTelemetry(p)
+	c.validateLog(p)
 	p.ps.sortByLine()
 	return p.ps
 }
