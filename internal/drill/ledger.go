@@ -328,6 +328,12 @@ func checkAgainstCaller(c *checks, e *Expect, r *ledgerRow, as []attemptRow) {
 	if e.Attempts >= 0 && e.Attempts != r.attempts {
 		c.fail(invLedgerMatches, "%s: %d attempts in the header, %d in the ledger", id, e.Attempts, r.attempts)
 	}
+	if e.Attempts < 0 && r.attempts > 0 {
+		// No X-Spillway-Attempts tells the caller that nothing went
+		// upstream, so that a retry under its Idempotency-Key runs afresh
+		// (see released): the ledger must agree.
+		c.fail(invLedgerMatches, "%s: the caller was told of no attempt, the ledger has %d", id, r.attempts)
+	}
 	if e.Trail != "" {
 		hops := strings.Split(e.Trail, ", ")
 		if len(hops) != len(as) {

@@ -203,6 +203,12 @@ func TestCheckLedger(t *testing.T) {
 		{"trail differs from the attempt rows", func(f *fixture) {
 			f.expectation("A").Trail = "t=provider_unavailable, s=ok"
 		}, []string{invLedgerMatches}},
+		{"attempts hidden from the caller", func(f *fixture) {
+			// The caller would take C for a refusal that sent nothing
+			// upstream, and its retry for a request of its own.
+			e := f.expectation("C")
+			e.Attempts, e.Trail = -1, ""
+		}, []string{invLedgerMatches}},
 		{"status differs from the caller's outcome", func(f *fixture) {
 			f.settlement("B").Request.Status = "ok"
 		}, []string{invLedgerMatches}},
