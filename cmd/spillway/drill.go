@@ -69,10 +69,11 @@ func drillPool() string {
 	return strings.Join(ids, " > ")
 }
 
-// drillConfig is the YAML of the drill's gateway.
-func drillConfig(rs []drillRung, addrs []string, ledger string) string {
+// drillConfig is the YAML of the drill's gateway: head (its ledger and
+// shared state) and the pool of mocks.
+func drillConfig(rs []drillRung, addrs []string, head string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ledger:\n  path: %q\n", ledger)
+	b.WriteString(head)
 	b.WriteString("deployments:\n")
 	ids := make([]string, len(rs))
 	for i, r := range rs {
@@ -106,6 +107,8 @@ dialect, invariants checked; exits non-zero when one broke.`, stderr)
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	logPath := fs.String("log", "", "write the gateway's log (JSON, debug level) to this file, to investigate a failure")
+	var rf replicaFlags
+	rf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -117,7 +120,7 @@ dialect, invariants checked; exits non-zero when one broke.`, stderr)
 		cfg.Progress = stderr
 	}
 	log := slog.New(slog.DiscardHandler)
-	if *logPath != "" {
+	if *logPath != "" && *rf.n == 0 { // replicas log to logPath.N
 		f, err := os.Create(*logPath)
 		if err != nil {
 			return err
@@ -127,7 +130,13 @@ dialect, invariants checked; exits non-zero when one broke.`, stderr)
 	}
 	fmt.Fprintf(stdout, "pool %s, every rung: timeouts %s, health {%s}; the primary also {%s}\n",
 		drillPool(), drillTimeouts, drillHealth, strings.TrimSuffix(drillRungs()[0].extra, ", "))
-	rep, err := drillOnce(ctx, cfg, log)
+	var rep *drill.Report
+	var err error
+	if *rf.n != 0 {
+		rep, err = drillReplicas(ctx, cfg, rf, *logPath, stdout)
+	} else {
+		rep, err = drillOnce(ctx, cfg, log)
+	}
 	if rep != nil {
 		rep.WriteText(stdout)
 		if *jsonPath != "" {
@@ -143,34 +152,49 @@ dialect, invariants checked; exits non-zero when one broke.`, stderr)
 	return err
 }
 
-// drillOnce builds the drill's world, runs the drill and tears it down.
-func drillOnce(ctx context.Context, cfg drill.Config, log *slog.Logger) (*drill.Report, error) {
-	rs := drillRungs()
+// drillMocks starts the pool's mock deployments on loopback; stop shuts
+// them down (stalled requests cut first, so at once).
+func drillMocks(rs []drillRung, seed uint64) (mocks []*mock.Mock, addrs []string, stop func(), err error) {
 	for _, r := range rs {
 		if r.kind == catalog.KindBedrock && os.Getenv(drillKeyEnv) == "" {
 			// The Bedrock adapter signs only with a credential; the mock
-			// takes any. Set for this process only.
+			// takes any. Set for this process (and its replicas) only.
 			if err := os.Setenv(drillKeyEnv, "drill"); err != nil {
-				return nil, err
+				return nil, nil, nil, err
 			}
 		}
 	}
-	mocks := make([]*mock.Mock, len(rs))
-	addrs := make([]string, len(rs))
-	for i, r := range rs {
-		m, err := mock.New(r.kind, mock.Options{Name: r.id, Seed: int64(cfg.Seed) + int64(i)})
-		if err != nil {
-			return nil, err
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
 		}
-		addr, stop, err := listenLoopback(m)
-		if err != nil {
-			return nil, err
-		}
-		// Stalled requests are cut first, so the servers shut down at once.
-		defer stop()
-		defer m.Close()
-		mocks[i], addrs[i] = m, addr
 	}
+	for i, r := range rs {
+		m, err := mock.New(r.kind, mock.Options{Name: r.id, Seed: int64(seed) + int64(i)})
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		addr, stopServer, err := listenLoopback(m)
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		stops = append(stops, stopServer, m.Close) // run backwards: m.Close first
+		mocks, addrs = append(mocks, m), append(addrs, addr)
+	}
+	return mocks, addrs, stop, nil
+}
+
+// drillOnce builds the drill's world, runs the drill and tears it down.
+func drillOnce(ctx context.Context, cfg drill.Config, log *slog.Logger) (*drill.Report, error) {
+	rs := drillRungs()
+	mocks, addrs, stopMocks, err := drillMocks(rs, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	defer stopMocks()
 	dir, err := os.MkdirTemp("", "spillway-drill-")
 	if err != nil {
 		return nil, err
@@ -178,7 +202,7 @@ func drillOnce(ctx context.Context, cfg drill.Config, log *slog.Logger) (*drill.
 	defer os.RemoveAll(dir)
 	ledgerPath := filepath.Join(dir, "drill.db")
 	cfgPath := filepath.Join(dir, "drill.yaml")
-	if err := os.WriteFile(cfgPath, []byte(drillConfig(rs, addrs, ledgerPath)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(drillConfig(rs, addrs, fmt.Sprintf("ledger:\n  path: %q\n", ledgerPath))), 0o644); err != nil {
 		return nil, err
 	}
 	snap, err := catalog.LoadSnapshot(cfgPath)

@@ -98,6 +98,11 @@ type Rung struct {
 type Target struct {
 	// BaseURL is the gateway's URL, e.g. http://127.0.0.1:8080.
 	BaseURL string
+	// BaseURLs, when set, are several replicas of one gateway (sharing
+	// their ledger and state) and replace BaseURL: request i goes to
+	// BaseURLs[i mod n] and its Idempotency-Key retry to the next one, so
+	// every replay comes from another replica than the original.
+	BaseURLs []string
 	// Key is a virtual key with no budget that could refuse the drill.
 	Key string
 	// Model is the exact model the pool serves, and the name callers ask
@@ -156,7 +161,7 @@ func Run(ctx context.Context, t Target, cfg Config) (*Report, error) {
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr}
 	}
-	d := &driver{t: t, cfg: cfg, client: client, base: strings.TrimRight(t.BaseURL, "/"),
+	d := &driver{t: t, cfg: cfg, client: client, bases: baseURLs(t),
 		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), secrets: secrets(t.Rungs), faults: make([]string, len(t.Rungs))}
 	// Start from a known state: every mock healthy.
 	for _, r := range t.Rungs {
@@ -199,7 +204,8 @@ type driver struct {
 	t      Target
 	cfg    Config
 	client *http.Client
-	base   string
+	// bases are the gateway's URLs (one per replica), without a final /.
+	bases []string
 	// nonce keeps this run's idempotency keys apart from any other run's
 	// against the same gateway.
 	nonce string
@@ -207,6 +213,19 @@ type driver struct {
 	secrets [][]byte
 	// faults are the scripts the mocks run now.
 	faults []string
+}
+
+// baseURLs are the URLs the drill spreads its requests over.
+func baseURLs(t Target) []string {
+	urls := t.BaseURLs
+	if len(urls) == 0 {
+		urls = []string{t.BaseURL}
+	}
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = strings.TrimRight(u, "/")
+	}
+	return out
 }
 
 // secrets are what identifies each provider behind the gateway: its own
@@ -382,12 +401,12 @@ func (d *driver) send(ctx context.Context, i int, s Shape, buf *[]byte) result {
 	if s.Idem {
 		idemKey = "drill-" + d.nonce + "-" + strconv.Itoa(i)
 	}
-	r := d.once(ctx, s, *buf, idemKey)
+	r := d.once(ctx, d.bases[i%len(d.bases)], s, *buf, idemKey)
 	if r.replayed {
 		r.flag("a first request was answered as an idempotent replay")
 	}
 	if s.Idem && r.kind != noAnswer {
-		again := d.once(ctx, s, *buf, idemKey)
+		again := d.once(ctx, d.bases[(i+1)%len(d.bases)], s, *buf, idemKey)
 		if released(&r) {
 			r.replay, r.rerun = rerunProblem(&r, &again), &again
 		} else {
@@ -424,11 +443,11 @@ func sameAnswer(a, b *result) string {
 	return ""
 }
 
-func (d *driver) once(ctx context.Context, s Shape, body []byte, idemKey string) (r result) {
+func (d *driver) once(ctx context.Context, base string, s Shape, body []byte, idemKey string) (r result) {
 	r.shape, r.attempts = s, -1
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.base+s.Dialect.Path(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+s.Dialect.Path(), bytes.NewReader(body))
 	if err != nil {
 		r.reason = err.Error()
 		return r

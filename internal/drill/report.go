@@ -176,8 +176,11 @@ type Report struct {
 	Concurrency int     `json:"concurrency"`
 	Rate        float64 `json:"rate_cap_per_second"`
 	Model       string  `json:"model"`
-	Seconds     float64 `json:"seconds"`
-	PerSecond   float64 `json:"requests_per_second"`
+	// Replicas is how many gateway replicas shared the traffic (1: one
+	// gateway).
+	Replicas  int     `json:"replicas"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"requests_per_second"`
 
 	// Outcomes of the requests (replays not counted).
 	Succeeded    int `json:"succeeded"`
@@ -278,7 +281,7 @@ func callerError(status int) bool {
 func buildReport(cfg Config, t Target, phases []PhaseReport, rs []result, lr *LedgerReport, elapsed time.Duration) *Report {
 	rep := &Report{Seed: cfg.Seed, Short: cfg.Short, Requests: len(rs), Concurrency: cfg.Concurrency, Rate: cfg.Rate, Model: t.Model,
 		Seconds: elapsed.Seconds(), Attempts: map[int]int{}, ErrorCodes: map[string]int{},
-		ServedAtDepth: make([]int, len(t.Rungs)), Phases: phases, Ledger: lr}
+		ServedAtDepth: make([]int, len(t.Rungs)), Phases: phases, Ledger: lr, Replicas: max(1, len(t.BaseURLs))}
 	if elapsed > 0 {
 		rep.PerSecond = float64(len(rs)) / elapsed.Seconds()
 	}
@@ -466,6 +469,9 @@ func (r *Report) WriteText(w io.Writer) {
 		mode = "short"
 	}
 	fmt.Fprintf(w, "spillway drill (%s): %d requests, concurrency %d, at most %.0f/s, seed %d, model %s\n", mode, r.Requests, r.Concurrency, r.Rate, r.Seed, r.Model)
+	if r.Replicas > 1 {
+		fmt.Fprintf(w, "  over %d replicas (round robin; each idempotent retry sent to the next replica)\n", r.Replicas)
+	}
 	fmt.Fprintf(w, "  took %.1fs (%.0f requests/s)\n\n", r.Seconds, r.PerSecond)
 	fmt.Fprintf(w, "availability        %.2f%% (%d/%d); %.2f%% excluding %d caller errors\n",
 		100*r.Availability, r.Succeeded, r.Requests, 100*r.AvailabilityServable, r.CallerErrors)

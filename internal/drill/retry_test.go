@@ -93,7 +93,7 @@ func TestIdempotentRetry(t *testing.T) {
 			}))
 			defer gw.Close()
 			d := &driver{t: Target{BaseURL: gw.URL, Key: "k", Model: testModel, Rungs: testRungs()}, cfg: Config{RequestTimeout: 10 * time.Second},
-				client: gw.Client(), base: gw.URL, nonce: "n"}
+				client: gw.Client(), bases: []string{gw.URL}, nonce: "n"}
 			var buf []byte
 			r := d.send(context.Background(), 7, Shape{Dialect: Chat, MaxTokens: 16, Idem: true}, &buf)
 			if n.Load() != 2 {
