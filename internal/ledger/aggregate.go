@@ -207,6 +207,12 @@ type UsagePlan struct {
 	FromDay, ToDay       int64
 	// Raw are [lo, hi) stretches of started_at read from request rows.
 	Raw []RawSpan
+	// Days are whole day buckets added from the aggregates, from which
+	// the Less stretches' request rows are subtracted: a partial day read
+	// as its complement when that holds fewer rows (today up to now is
+	// its whole aggregate minus the rows started after now: none).
+	Days []int64
+	Less []RawSpan
 }
 
 // RawSpan is a stretch of started_at [Lo, Hi) read from request rows.
@@ -214,9 +220,11 @@ type RawSpan struct{ Lo, Hi int64 }
 
 // PlanUsage splits q's range (From, To and a "day" filter together) for
 // the stores; q must be valid. rawFrom is the first stored micro whose raw
-// rows are kept (math.MinInt64: nothing pruned): a raw stretch before it
-// is refused with a *PrunedError.
-func PlanUsage(q *UsageQuery, rawFrom int64) (UsagePlan, error) {
+// rows are kept (math.MinInt64: nothing pruned): a stretch of raw rows
+// needed before it is refused with a *PrunedError. now (stored micros)
+// says where rows end, to read a partial day as its aggregate minus its
+// complement when that reads fewer rows.
+func PlanUsage(q *UsageQuery, rawFrom, now int64) (UsagePlan, error) {
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if !q.From.IsZero() {
 		lo = q.From.UnixMicro()
@@ -232,10 +240,30 @@ func PlanUsage(q *UsageQuery, rawFrom int64) (UsagePlan, error) {
 		lo, hi = max(lo, d.UnixMicro()), min(hi, d.UnixMicro()+MicrosPerDay)
 	}
 	var p UsagePlan
-	raw := func(a, b int64) {
-		if a < b {
-			p.Raw = append(p.Raw, RawSpan{a, b})
+	// partial plans [a, b), within one day bucket from day 1 on or not.
+	partial := func(a, b int64) {
+		if a >= b {
+			return
 		}
+		d := floorDiv(a, MicrosPerDay)
+		d0, d1 := d*MicrosPerDay, (d+1)*MicrosPerDay
+		if d >= 1 && b <= d1 {
+			// Rows exist up to now only.
+			direct := max(min(b, now)-a, 0)
+			other := (a - d0) + max(min(d1, now)-min(b, now), 0)
+			// Prefer what is not pruned, then what reads fewer rows.
+			if d0 >= rawFrom && (other < direct || a < rawFrom) {
+				p.Days = append(p.Days, d)
+				if a > d0 {
+					p.Less = append(p.Less, RawSpan{d0, a})
+				}
+				if b < d1 {
+					p.Less = append(p.Less, RawSpan{b, d1})
+				}
+				return
+			}
+		}
+		p.Raw = append(p.Raw, RawSpan{a, b})
 	}
 	if lo >= hi {
 		p.Raw = []RawSpan{{lo, hi}} // empty: counts nothing, still one total row
@@ -250,19 +278,27 @@ func PlanUsage(q *UsageQuery, rawFrom int64) (UsagePlan, error) {
 	if p.HasToDay {
 		to = floorDiv(hi, MicrosPerDay)
 	}
-	if from >= to {
-		p.HasFromDay, p.HasToDay = false, false
-		raw(lo, hi)
-	} else {
+	switch {
+	case from < to:
 		p.Aggregates, p.FromDay, p.ToDay = true, from, to
 		if p.HasFromDay {
-			raw(lo, from*MicrosPerDay)
+			partial(lo, from*MicrosPerDay)
 		}
 		if p.HasToDay {
-			raw(to*MicrosPerDay, hi)
+			partial(to*MicrosPerDay, hi)
 		}
+	case lo >= MicrosPerDay && from == to:
+		p.HasFromDay, p.HasToDay = false, false
+		partial(lo, from*MicrosPerDay) // across one midnight
+		partial(from*MicrosPerDay, hi)
+	case lo >= MicrosPerDay && from == to+1:
+		p.HasFromDay, p.HasToDay = false, false
+		partial(lo, hi) // within one day
+	default:
+		p.HasFromDay, p.HasToDay = false, false
+		p.Raw = append(p.Raw, RawSpan{lo, hi}) // before day 1
 	}
-	for _, s := range p.Raw {
+	for _, s := range append(p.Raw[:len(p.Raw):len(p.Raw)], p.Less...) {
 		if s.Lo < rawFrom && s.Lo < s.Hi {
 			return UsagePlan{}, &PrunedError{KeptFrom: time.UnixMicro(rawFrom).UTC()}
 		}

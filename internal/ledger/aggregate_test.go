@@ -19,7 +19,8 @@ func TestPlanUsage(t *testing.T) {
 	cases := []struct {
 		name   string
 		q      UsageQuery
-		kept   int64 // raw_kept_from
+		kept   int64     // raw_kept_from
+		now    time.Time // zero: long after every day here
 		want   UsagePlan
 		pruned bool
 	}{
@@ -33,12 +34,24 @@ func TestPlanUsage(t *testing.T) {
 		{name: "day filter", q: UsageQuery{Filters: map[string]string{"day": "2026-03-02"}}, kept: us(d(9)),
 			want: UsagePlan{Aggregates: true, HasFromDay: true, HasToDay: true, FromDay: dn(1), ToDay: dn(2)}},
 		{name: "day filter and a partial from", q: UsageQuery{From: d(1).Add(h), Filters: map[string]string{"day": "2026-03-02"}},
-			kept: math.MinInt64, want: UsagePlan{Raw: []RawSpan{{us(d(1).Add(h)), us(d(2))}}}},
+			kept: math.MinInt64, want: UsagePlan{Days: []int64{dn(1)}, Less: []RawSpan{{us(d(1)), us(d(1).Add(h))}}}},
 		{name: "partial ends", q: UsageQuery{From: d(1).Add(h), To: d(4).Add(h)}, kept: us(d(1).Add(h)),
 			want: UsagePlan{Aggregates: true, HasFromDay: true, HasToDay: true, FromDay: dn(2), ToDay: dn(4),
 				Raw: []RawSpan{{us(d(1).Add(h)), us(d(2))}, {us(d(4)), us(d(4).Add(h))}}}},
 		{name: "across one midnight", q: UsageQuery{From: d(1).Add(h), To: d(2).Add(h)}, kept: math.MinInt64,
-			want: UsagePlan{Raw: []RawSpan{{us(d(1).Add(h)), us(d(2).Add(h))}}}},
+			want: UsagePlan{Days: []int64{dn(1)}, Less: []RawSpan{{us(d(1)), us(d(1).Add(h))}},
+				Raw: []RawSpan{{us(d(2)), us(d(2).Add(h))}}}},
+		{name: "a late partial day: the day less its first hours", q: UsageQuery{From: d(1).Add(3 * h), To: d(3)}, kept: math.MinInt64,
+			want: UsagePlan{Aggregates: true, HasFromDay: true, HasToDay: true, FromDay: dn(2), ToDay: dn(3),
+				Days: []int64{dn(1)}, Less: []RawSpan{{us(d(1)), us(d(1).Add(3 * h))}}}},
+		{name: "today up to now: today less what started after now", q: UsageQuery{From: d(1), To: d(3).Add(2 * h)},
+			kept: math.MinInt64, now: d(3).Add(90 * time.Minute),
+			want: UsagePlan{Aggregates: true, HasFromDay: true, HasToDay: true, FromDay: dn(1), ToDay: dn(3),
+				Days: []int64{dn(3)}, Less: []RawSpan{{us(d(3).Add(2 * h)), us(d(4))}}}},
+		{name: "a partial pruned day, either way", q: UsageQuery{From: d(1).Add(20 * h), To: d(3)}, kept: us(d(2)), pruned: true},
+		{name: "the cheaper way is pruned: the other", q: UsageQuery{From: d(1).Add(2 * h), To: d(3)}, kept: us(d(1).Add(h)),
+			want: UsagePlan{Aggregates: true, HasFromDay: true, HasToDay: true, FromDay: dn(2), ToDay: dn(3),
+				Raw: []RawSpan{{us(d(1).Add(2 * h)), us(d(2))}}}},
 		{name: "empty range", q: UsageQuery{From: d(1), To: d(1)}, kept: us(d(5)),
 			want: UsagePlan{Raw: []RawSpan{{us(d(1)), us(d(1))}}}},
 		{name: "before 1970-01-02", q: UsageQuery{From: time.Unix(-5, 0), To: d(0)}, kept: math.MinInt64,
@@ -47,7 +60,11 @@ func TestPlanUsage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := PlanUsage(&c.q, c.kept)
+			now := c.now
+			if now.IsZero() {
+				now = d(400)
+			}
+			got, err := PlanUsage(&c.q, c.kept, now.UnixMicro())
 			if c.pruned {
 				var pe *PrunedError
 				if !errors.Is(err, ErrInvalidQuery) || !errors.As(err, &pe) || pe.KeptFrom.UnixMicro() != c.kept {

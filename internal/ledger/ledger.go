@@ -216,7 +216,10 @@ type Store interface {
 	// returns them, oldest first, for the start-up report. Other owners'
 	// open reservations (replicas still running) are left alone.
 	RecoverOpen(ctx context.Context, owner string) ([]Released, error)
-	// Spends sums settled cost per scope, in total and since dayStart.
+	// Spends sums settled cost per scope, in total and since dayStart
+	// (truncated to its UTC day), from the per-scope aggregates: its cost
+	// does not grow with the ledger's history, and pruning raw rows never
+	// changes it.
 	Spends(ctx context.Context, dayStart time.Time) ([]Spend, error)
 	// Usage reports settled requests.
 	Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error)

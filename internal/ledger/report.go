@@ -27,8 +27,8 @@ func paramErr(param, format string, args ...any) *ParamError {
 }
 
 // ParseUsageQuery reads a usage report's parameters, as the admin API and
-// the CLI take them: from and to (RFC 3339 or YYYY-MM-DD; by default the
-// 30 days up to now), group_by (comma-separated dimensions) and the
+// the CLI take them: from and to (RFC 3339 or YYYY-MM-DD; by default from
+// the UTC midnight 30 days ago up to now), group_by (comma-separated dimensions) and the
 // filters org, team, key, model and deployment. A parameter that cannot be
 // read is a *ParamError.
 func ParseUsageQuery(v map[string][]string, now time.Time) (UsageQuery, error) {
@@ -55,12 +55,14 @@ func ParseUsageQuery(v map[string][]string, now time.Time) (UsageQuery, error) {
 		}
 		*f.dst = t
 	}
-	// Defaults a reader expects: up to now, from 30 days before the end.
+	// Defaults a reader expects: up to now, from the UTC midnight 30 days
+	// before the end: whole days, which the daily aggregates answer
+	// however old (ledger.retention prunes only request rows).
 	if q.To.IsZero() {
 		q.To = now.UTC()
 	}
 	if q.From.IsZero() {
-		q.From = q.To.AddDate(0, 0, -30)
+		q.From = q.To.UTC().AddDate(0, 0, -30).Truncate(24 * time.Hour)
 	}
 	if !q.From.Before(q.To) {
 		return q, paramErr("from", "from (%s) must be before to (%s)", q.From.Format(time.RFC3339), q.To.Format(time.RFC3339))

@@ -27,7 +27,7 @@ func TestParseUsageQueryErrors(t *testing.T) {
 		})
 	}
 	q, err := ParseUsageQuery(map[string][]string{"group_by": {"org, day"}, "key": {"key_1"}}, now)
-	if err != nil || !q.To.Equal(now) || !q.From.Equal(now.AddDate(0, 0, -30)) || len(q.GroupBy) != 2 || q.Filters["key"] != "key_1" {
+	if err != nil || !q.To.Equal(now) || !q.From.Equal(now.UTC().AddDate(0, 0, -30).Truncate(24*time.Hour)) || len(q.GroupBy) != 2 || q.Filters["key"] != "key_1" {
 		t.Fatalf("defaults: %+v, %v", q, err)
 	}
 }

@@ -68,7 +68,8 @@ func TestAdminKeyFromTheLedger(t *testing.T) {
 	}
 }
 
-// /v1/usage without parameters: the last 30 days up to now, group_by an
+// /v1/usage without parameters: from the UTC midnight 30 days ago up to
+// now (whole days: pruning never refuses the default), group_by an
 // empty list, rows an empty list: no zero times, no nulls.
 func TestUsageDefaults(t *testing.T) {
 	h := newHarness(t, rungSpec{"primary", "openai"})
@@ -86,8 +87,9 @@ func TestUsageDefaults(t *testing.T) {
 	var from, to time.Time
 	json.Unmarshal(got["from"], &from)
 	json.Unmarshal(got["to"], &to)
-	if d := to.Sub(from); d != 30*24*time.Hour || time.Since(to) > time.Minute {
-		t.Errorf("from %s to %s: want the 30 days up to now", got["from"], got["to"])
+	if d := to.Sub(from); d < 30*24*time.Hour || d >= 31*24*time.Hour || !from.Equal(from.UTC().Truncate(24*time.Hour)) ||
+		time.Since(to) > time.Minute {
+		t.Errorf("from %s to %s: want from the UTC midnight 30 days ago up to now", got["from"], got["to"])
 	}
 	if string(got["group_by"]) != "[]" || string(got["rows"]) == "null" {
 		t.Errorf("group_by %s rows %s: want lists", got["group_by"], got["rows"])

@@ -47,15 +47,17 @@ const (
 	usageDailyBranch = `SELECT day, org, team, key_id, public_model, deployment, requests, succeeded,
 	failed, failed_over, attempts, input_tokens, output_tokens, cached_tokens, cost_micro_usd
 	FROM usage_daily WHERE true`
+	// usageRawBranch's measures carry a sign marker: "" to count the
+	// rows, "-" to subtract them (see ledger.UsagePlan.Less).
 	usageRawBranch = `SELECT started_at / 86400000000 AS day, org, team, key_id, public_model, deployment,
-	1::bigint AS requests, (status = 'ok')::int::bigint AS succeeded,
-	(status IN ('failed', 'interrupted'))::int::bigint AS failed,
-	(route_depth >= 0 AND (route_depth > 0 OR attempts > 1))::int::bigint AS failed_over, attempts::bigint,
-	CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END AS input_tokens,
-	CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END AS output_tokens,
-	CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END AS cached_tokens,
-	CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
-		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END AS cost_micro_usd
+	±1::bigint AS requests, ±(status = 'ok')::int::bigint AS succeeded,
+	±(status IN ('failed', 'interrupted'))::int::bigint AS failed,
+	±(route_depth >= 0 AND (route_depth > 0 OR attempts > 1))::int::bigint AS failed_over, ±attempts::bigint AS attempts,
+	±(CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END) AS input_tokens,
+	±(CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END) AS output_tokens,
+	±(CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END) AS cached_tokens,
+	±(CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
+		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END) AS cost_micro_usd
 	FROM requests WHERE started_at >= `
 	usageAggregates = `COALESCE(SUM(requests), 0)::bigint, COALESCE(SUM(succeeded), 0)::bigint,
 	COALESCE(SUM(failed), 0)::bigint, COALESCE(SUM(failed_over), 0)::bigint, COALESCE(SUM(attempts), 0)::bigint,
@@ -91,7 +93,14 @@ func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 	b.WriteString(usageAggregates)
 	b.WriteString("\nFROM (")
 	branches := 0
+	next := func() {
+		if branches > 0 {
+			b.WriteString("\nUNION ALL\n")
+		}
+		branches++
+	}
 	if p.Aggregates {
+		next()
 		b.WriteString(usageDailyBranch)
 		if p.HasFromDay {
 			b.WriteString(" AND day >= " + arg(p.FromDay))
@@ -100,15 +109,19 @@ func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 			b.WriteString(" AND day < " + arg(p.ToDay))
 		}
 		filters()
-		branches++
 	}
-	for _, r := range p.Raw {
-		if branches > 0 {
-			b.WriteString("\nUNION ALL\n")
-		}
-		b.WriteString(usageRawBranch + arg(r.Lo) + " AND started_at < " + arg(r.Hi))
+	for _, d := range p.Days {
+		next()
+		b.WriteString(usageDailyBranch + " AND day = " + arg(d))
 		filters()
-		branches++
+	}
+	for i, spans := range [2][]ledger.RawSpan{p.Raw, p.Less} {
+		sign := []string{"", "-"}[i]
+		for _, r := range spans {
+			next()
+			b.WriteString(strings.ReplaceAll(usageRawBranch, "±", sign) + arg(r.Lo) + " AND started_at < " + arg(r.Hi))
+			filters()
+		}
 	}
 	b.WriteString(") AS u")
 	if len(q.GroupBy) > 0 {
@@ -118,6 +131,10 @@ func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 				b.WriteString(", ")
 			}
 			fmt.Fprint(&b, i+1)
+		}
+		if len(p.Less) > 0 {
+			// A group whose rows were all subtracted is not in the range.
+			b.WriteString("\nHAVING SUM(requests) <> 0")
 		}
 		// Byte order, whatever the database's collation: the order the
 		// SQLite store and the reference give.
@@ -157,7 +174,7 @@ func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.Usag
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
 	}
-	plan, err := ledger.PlanUsage(&q, kept)
+	plan, err := ledger.PlanUsage(&q, kept, micros(s.now()))
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func FuzzUsage(f *testing.F) {
 		err := q.Validate()
 		var plan ledger.UsagePlan
 		if err == nil {
-			plan, err = ledger.PlanUsage(&q, math.MinInt64)
+			plan, err = ledger.PlanUsage(&q, math.MinInt64, time.Now().UnixMicro())
 		}
 		if err != nil {
 			if !errors.Is(err, ledger.ErrInvalidQuery) {

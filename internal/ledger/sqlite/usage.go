@@ -43,14 +43,16 @@ const (
 	usageDailyBranch = `SELECT day, org, team, key_id, public_model, deployment, requests, succeeded,
 	failed, failed_over, attempts, input_tokens, output_tokens, cached_tokens, cost_micro_usd
 	FROM usage_daily WHERE 1 = 1`
+	// usageRawBranch's measures carry a sign marker: "" to count the
+	// rows, "-" to subtract them (see ledger.UsagePlan.Less).
 	usageRawBranch = `SELECT started_at / 86400000000 AS day, org, team, key_id, public_model, deployment,
-	1 AS requests, status = 'ok' AS succeeded, status IN ('failed', 'interrupted') AS failed,
-	route_depth >= 0 AND (route_depth > 0 OR attempts > 1) AS failed_over, attempts,
-	CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END AS input_tokens,
-	CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END AS output_tokens,
-	CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END AS cached_tokens,
-	CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
-		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END AS cost_micro_usd
+	±1 AS requests, ±(status = 'ok') AS succeeded, ±(status IN ('failed', 'interrupted')) AS failed,
+	±(route_depth >= 0 AND (route_depth > 0 OR attempts > 1)) AS failed_over, ±attempts AS attempts,
+	±(CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END) AS input_tokens,
+	±(CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END) AS output_tokens,
+	±(CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END) AS cached_tokens,
+	±(CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
+		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END) AS cost_micro_usd
 	FROM requests WHERE started_at >= ? AND started_at < ?`
 	usageAggregates = `COALESCE(SUM(requests), 0), COALESCE(SUM(succeeded), 0), COALESCE(SUM(failed), 0),
 	COALESCE(SUM(failed_over), 0), COALESCE(SUM(attempts), 0), COALESCE(SUM(input_tokens), 0),
@@ -84,7 +86,14 @@ func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 	b.WriteString(usageAggregates)
 	b.WriteString("\nFROM (")
 	branches := 0
+	next := func() {
+		if branches > 0 {
+			b.WriteString("\nUNION ALL\n")
+		}
+		branches++
+	}
 	if p.Aggregates {
+		next()
 		b.WriteString(usageDailyBranch)
 		if p.HasFromDay {
 			b.WriteString(" AND day >= ?")
@@ -95,16 +104,21 @@ func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 			args = append(args, p.ToDay)
 		}
 		filters()
-		branches++
 	}
-	for _, r := range p.Raw {
-		if branches > 0 {
-			b.WriteString("\nUNION ALL\n")
-		}
-		b.WriteString(usageRawBranch)
-		args = append(args, r.Lo, r.Hi)
+	for _, d := range p.Days {
+		next()
+		b.WriteString(usageDailyBranch + " AND day = ?")
+		args = append(args, d)
 		filters()
-		branches++
+	}
+	for i, spans := range [2][]ledger.RawSpan{p.Raw, p.Less} {
+		sign := []string{"", "-"}[i]
+		for _, r := range spans {
+			next()
+			b.WriteString(strings.ReplaceAll(usageRawBranch, "±", sign))
+			args = append(args, r.Lo, r.Hi)
+			filters()
+		}
 	}
 	b.WriteString(")")
 	if len(q.GroupBy) > 0 {
@@ -114,6 +128,10 @@ func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 				b.WriteString(", ")
 			}
 			fmt.Fprint(&b, i+1)
+		}
+		if len(p.Less) > 0 {
+			// A group whose rows were all subtracted is not in the range.
+			b.WriteString("\nHAVING SUM(requests) <> 0")
 		}
 		b.WriteString("\nORDER BY ")
 		for i := range q.GroupBy {
@@ -149,7 +167,7 @@ func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.Usag
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: usage: %w", err)
 	}
-	plan, err := ledger.PlanUsage(&q, kept)
+	plan, err := ledger.PlanUsage(&q, kept, micros(s.now()))
 	if err != nil {
 		return nil, err
 	}
