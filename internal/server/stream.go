@@ -85,13 +85,13 @@ func (k *streamSink) Commit(res *engine.Result) error {
 	// The rung serves from here on: its conversation's next turn may be
 	// sent as soon as this stream ends, so the pin is recorded now.
 	k.s.recordPin(k.c.plan, k.p, res)
-	h := k.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	hv := newHeaderValues(k.w.Header(), 8)
+	hv.set("Content-Type", "text/event-stream; charset=utf-8")
+	hv.set("Cache-Control", "no-cache")
+	hv.set("X-Accel-Buffering", "no")
 	// The cost is known only once the stream ends: it follows as trailers.
-	h.Set("Trailer", hdrCostUSD+", "+hdrCostStatus)
-	setRouteHeaders(h, k.c, res)
+	hv.set("Trailer", hdrCostUSD+", "+hdrCostStatus)
+	setRouteHeaderValues(&hv, k.c, res)
 	if m := servedModel(k.c, res); m != k.c.meta.Model {
 		// A fallback pool's rung serves: the answer names its model.
 		k.c.meta.Model = m
