@@ -121,7 +121,7 @@ func BenchmarkHistory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("migration 7 (the aggregates' backfill) on %d rows: %v", n, time.Since(t0).Round(time.Millisecond))
+	b.Logf("migrations 7 to 9 (the aggregates, backfilled; reservations.owner; their key index) on %d rows: %v", n, time.Since(t0).Round(time.Millisecond))
 	defer s.Close()
 	if _, err := s.pool.Exec(ctx, `ANALYZE usage_daily`); err != nil {
 		b.Fatal(err)

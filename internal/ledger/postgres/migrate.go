@@ -25,11 +25,11 @@ import (
 // insert, see sqlSettle), in the same statement: a replayed settlement is
 // never counted twice.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
+	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // migrateLock is the advisory lock key every spillway holds while it
 // migrates (a transaction-scoped lock: nothing is left held if a
@@ -213,6 +213,12 @@ SELECT request_id FROM attempts WHERE input_tokens NOT BETWEEN 0 AND 100000000
 // rewriting the table.
 const migration8 = `
 ALTER TABLE reservations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+`
+
+// migration9: a key's own usage reads its usage_daily rows by index, as
+// SQLite's migration 9.
+const migration9 = `
+CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 `
 
 // migrate applies every migration past the database's version, each in its

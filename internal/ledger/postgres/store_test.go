@@ -61,7 +61,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(versions, want) || SchemaVersion != len(want) {
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(versions, want) || SchemaVersion != len(want) {
 		t.Errorf("schema_migrations = %v, want %v, once each", versions, want)
 	}
 	if u, err := s.Usage(ctx, ledger.UsageQuery{}); err != nil || u[0].Requests != replicas {

@@ -98,7 +98,7 @@ func historyLedger(b *testing.B) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("migration 7 (the aggregates' backfill) on %d rows: %v", historyRows(b), time.Since(t0).Round(time.Millisecond))
+		b.Logf("migrations 7 to 9 (the aggregates, backfilled; reservations.owner; their key index) on %d rows: %v", historyRows(b), time.Since(t0).Round(time.Millisecond))
 		s.Close()
 	})
 	return history.path

@@ -188,8 +188,8 @@ func indexes(t *testing.T, db *sql.DB) []string {
 // insert, on a fresh database and on one at version 2 holding rows.
 func TestMigration3(t *testing.T) {
 	ctx := context.Background()
-	// (usage_daily_finished is migration 7's, on the aggregates.)
-	want := []string{"requests_key", "requests_started_at", "reservations_open", "usage_daily_finished"}
+	// (usage_daily_finished and usage_daily_key are migration 7's and 9's, on the aggregates.)
+	want := []string{"requests_key", "requests_started_at", "reservations_open", "usage_daily_finished", "usage_daily_key"}
 	if got := indexes(t, openTemp(t).r); !slices.Equal(got, want) {
 		t.Errorf("fresh: indexes %v, want %v", got, want)
 	}

@@ -14,11 +14,11 @@ import (
 // content-free by contract (a test checks every column against an
 // allowlist). Times are INTEGER microseconds since the Unix epoch, UTC.
 func migrations() [SchemaVersion]string {
-	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
+	return [...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9}
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8})
+const SchemaVersion = len([...]string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9})
 
 // migration1: the tables.
 const migration1 = `
@@ -223,6 +223,13 @@ SELECT request_id FROM attempts WHERE input_tokens NOT BETWEEN 0 AND 100000000
 // recovery releases them, as before.
 const migration8 = `
 ALTER TABLE reservations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+`
+
+// migration9: a key's own usage (any virtual key may ask, often) reads
+// its rows of usage_daily by index instead of every key's. Measured on
+// 10 million requests (1,000 keys, 30 days): see BenchmarkHistory.
+const migration9 = `
+CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 `
 
 // migrate applies every migration past the database's version, each in its
