@@ -497,12 +497,12 @@ func testRedisStopped(t *testing.T, bin, dsn string, r *redisServer) {
 		send(context.Background(), client, a, f.key, false, "")
 	}
 	opened := time.Now()
-	var adopted time.Duration
+	var adopted, sinceUp time.Duration
 	waitFor(t, 5*time.Second, "B and C skip the primary A saw fail", func() bool {
 		if healthy(b, "primary") || healthy(c, "primary") {
 			return false
 		}
-		adopted = time.Since(opened)
+		adopted, sinceUp = time.Since(opened), time.Since(up)
 		return true
 	})
 	_ = f.primary.SetFault("")
@@ -511,8 +511,8 @@ func testRedisStopped(t *testing.T, bin, dsn string, r *redisServer) {
 	if !first.complete || again.Header.Get("Idempotent-Replayed") != "true" || again.Header.Get("X-Request-Id") != first.id {
 		t.Errorf("a key used on A, retried on B: replayed %q, request id %q (A's %q)", again.Header.Get("Idempotent-Replayed"), again.Header.Get("X-Request-Id"), first.id)
 	}
-	t.Logf("Redis down %s: %d requests completed meanwhile, %d failed; fallbacks per replica %v; every replica shared again %s after Redis returned; then an outage A saw was skipped by B and C %s after A's circuit opened (measured from outside, through /v1/admin/health)",
-		up.Sub(down).Round(100*time.Millisecond), during, failedDuring, fallbacks, converged.Round(time.Millisecond), adopted.Round(time.Millisecond))
+	t.Logf("Redis down %s: %d requests completed meanwhile, %d failed; fallbacks per replica %v; every replica up again %s after Redis returned; then an outage A saw was skipped by B and C %s after A's circuit opened, %s after Redis returned (measured from outside, through /v1/admin/health)",
+		up.Sub(down).Round(100*time.Millisecond), during, failedDuring, fallbacks, converged.Round(time.Millisecond), adopted.Round(time.Millisecond), sinceUp.Round(time.Millisecond))
 }
 
 func sendRaw(t *testing.T, base, key, idemKey string) *http.Response {

@@ -63,6 +63,9 @@ type Client struct {
 
 	up        atomic.Bool
 	listening atomic.Bool // the subscription is confirmed
+	// reachable wakes the subscriber when the monitor finds Redis up
+	// again, so that it subscribes at once rather than a RetryEvery later.
+	reachable chan struct{}
 	errs      atomic.Uint64
 	fallbacks atomic.Uint64
 	dropped   atomic.Uint64
@@ -143,7 +146,7 @@ func Open(o Options) (*Client, error) {
 	// Connections kept warm, so a burst does not wait for many dials.
 	ro.PoolSize, ro.MinIdleConns = max(ro.PoolSize, 64), max(ro.MinIdleConns, 8)
 	c := &Client{rdb: redis.NewClient(ro), o: o, queue: make(chan queued, o.QueueSize),
-		handlers: map[string]func(string){}}
+		handlers: map[string]func(string){}, reachable: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	ctx, cancel := context.WithTimeout(c.ctx, max(o.Timeout, time.Second))
 	if err := c.rdb.Ping(ctx).Err(); err != nil {
@@ -358,6 +361,10 @@ func (c *Client) monitor() {
 			continue
 		}
 		c.up.Store(true)
+		select {
+		case c.reachable <- struct{}{}:
+		default:
+		}
 		c.o.Log.Info("shared state: redis reachable again; replicas share state")
 		c.resync()
 		c.flushPending()
@@ -399,6 +406,7 @@ func (c *Client) subscriber() {
 			select {
 			case <-c.ctx.Done():
 				return
+			case <-c.reachable:
 			case <-time.After(c.o.RetryEvery):
 			}
 			continue
