@@ -89,9 +89,10 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
 	now := s.opts.Now()
 	c := &call{id: newRequestID(now), start: now, d: h.d, costStatus: ledger.CostNone}
-	w.Header().Set(hdrRequestID, c.id)
+	hv := newHeaderValues(w.Header(), 2)
+	hv.set(hdrRequestID, c.id)
 	// Anthropic's SDKs read the request id from request-id.
-	w.Header().Set("Request-Id", c.id)
+	hv.set(hdrAnthropicRequestID, c.id)
 	defer s.logCall(c)
 	s.startTrace(w, r, c)
 
@@ -529,14 +530,19 @@ func (s *Server) writeDeadline(w http.ResponseWriter) {
 
 // setRouteHeaders says which model and deployment served and every hop.
 func setRouteHeaders(h http.Header, c *call, res *engine.Result) {
-	h.Set(hdrModel, servedModel(c, res))
+	hv := newHeaderValues(h, 4)
+	setRouteHeaderValues(&hv, c, res)
+}
+
+func setRouteHeaderValues(hv *headerValues, c *call, res *engine.Result) {
+	hv.set(hdrModel, servedModel(c, res))
 	if len(res.Attempts) > 0 {
 		if k := res.ServingAttempt(); k >= 0 {
-			h.Set(hdrDeployment, res.Attempts[k].Deployment)
+			hv.set(hdrDeployment, res.Attempts[k].Deployment)
 		}
-		h.Set(hdrAttempts, strconv.Itoa(len(res.Attempts)))
-		setHedgeHeader(h, res)
-		h.Set(hdrTrail, trail(c, res.Attempts))
+		hv.set(hdrAttempts, strconv.Itoa(len(res.Attempts)))
+		setHedgeHeader(hv.h, res)
+		hv.set(hdrTrail, trail(c, res.Attempts))
 	}
 }
 
