@@ -82,8 +82,14 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{})}
 	addr := make(chan string, 1)
-	go p.read(stdout, addr)
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
+		p.read(stdout, addr)
+	}()
+	go func() {
+		// Wait closes the pipe: only once everything was read from it.
+		<-read
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
