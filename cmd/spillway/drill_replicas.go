@@ -124,8 +124,12 @@ func drillReplicas(ctx context.Context, cfg drill.Config, rf replicaFlags, logPa
 	if err != nil {
 		return nil, fmt.Errorf("the drill's config: %w", err)
 	}
+	replicaDSN, err := withParam(schemaDSN, "pool_max_conns", replicaPoolConns)
+	if err != nil {
+		return nil, err
+	}
 	ps, err := startReplicas(ctx, n, replica.Options{Bin: bin, Config: cfgPath,
-		Env: []string{drillDSNEnv + "=" + schemaDSN, drillRedisEnv + "=" + redisURL}}, dir, logPath)
+		Env: []string{drillDSNEnv + "=" + replicaDSN, drillRedisEnv + "=" + redisURL}}, dir, logPath)
 	defer replica.StopAll(ps, replicaStopGrace)
 	if err != nil {
 		return nil, err
@@ -261,7 +265,7 @@ func freshSchema(ctx context.Context, dsn, name string) (string, func(), error) 
 			_ = c.Close(dctx)
 		}
 	}
-	out, err := withSearchPath(dsn, name)
+	out, err := withParam(dsn, "search_path", name)
 	if err != nil {
 		drop()
 		return "", nil, err
@@ -269,17 +273,22 @@ func freshSchema(ctx context.Context, dsn, name string) (string, func(), error) 
 	return out, drop, nil
 }
 
-// withSearchPath sets search_path in a DSN, URL or key=value form.
-func withSearchPath(dsn, schema string) (string, error) {
+// withParam sets a parameter in a DSN, URL or key=value form.
+func withParam(dsn, name, value string) (string, error) {
 	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
-		return dsn + " search_path=" + schema, nil
+		return dsn + " " + name + "=" + value, nil
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "", errors.New("the PostgreSQL DSN is not a valid URL")
 	}
 	q := u.Query()
-	q.Set("search_path", schema)
+	q.Set(name, value)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
+
+// replicaPoolConns bounds each drill replica's PostgreSQL connections, so
+// that replicas, the drill and the other tests fit in a small test
+// cluster's max_connections.
+const replicaPoolConns = "4"

@@ -115,7 +115,11 @@ routes: [{model: m, pool: pool}]
 	if err := os.WriteFile(f.cfg, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.env = []string{fleetDSNEnv + "=" + schemaDSN, fleetRedisEnv + "=" + redisURL, "SPILLWAY_ADMIN_KEY=" + fleetAdminKey}
+	replicaDSN, err := withParam(schemaDSN, "pool_max_conns", replicaPoolConns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.env = []string{fleetDSNEnv + "=" + replicaDSN, fleetRedisEnv + "=" + redisURL, "SPILLWAY_ADMIN_KEY=" + fleetAdminKey}
 	f.ps, f.logs = make([]*replica.Process, n), make([]*syncLog, n)
 	for i := range n {
 		f.start(i)
