@@ -37,52 +37,71 @@ func (d *Decoder) Peek() byte {
 	return d.s.Peek()
 }
 
-// open consumes the '{' or '[' of a container fn will read, or a null
-// (false), or fails with want.
-func (d *Decoder) open(c byte, want string) bool {
-	if d.s.err != nil {
-		return false
-	}
-	switch d.s.Peek() {
-	case 'n':
-		d.s.Literal("null")
-		return false
-	case c:
-	default:
-		d.fail(want)
-		return false
-	}
-	if d.s.depth >= MaxDepth {
-		d.s.fail("nesting too deep")
-		return false
-	}
-	d.s.i++
-	d.s.depth++
-	return true
-}
-
 // Object reads an object, calling fn with each key. fn reads the member's
 // value with one Decoder method, or leaves it alone to have it skipped. key
 // is valid only until fn reads the value. null reads as an empty object.
+//
+// Object and Array are the per-event hot path: their steps are written
+// out rather than shared through helpers the compiler would not inline.
 func (d *Decoder) Object(fn func(key []byte)) {
-	if !d.open('{', "expected an object") {
+	s := &d.s
+	if s.err != nil {
 		return
 	}
+	switch s.Peek() {
+	case '{':
+	case 'n':
+		s.Literal("null")
+		return
+	default:
+		d.fail("expected an object")
+		return
+	}
+	if s.depth >= MaxDepth {
+		s.fail("nesting too deep")
+		return
+	}
+	s.i++
+	s.depth++
 	for first := true; ; first = false {
-		key, ok, err := d.s.nextKey(first, true)
-		if err != nil {
+		// Scanner.nextKey's steps, written out.
+		c := s.Peek()
+		if c == '}' {
+			s.i++
+			s.depth--
 			return
 		}
+		if !first {
+			if c != ',' {
+				s.unexpected()
+				return
+			}
+			s.i++
+			c = s.Peek()
+		}
+		if c != '"' {
+			s.unexpected()
+			return
+		}
+		key, ok := s.str(true)
 		if !ok {
-			d.s.depth--
 			return
 		}
-		start, more := d.valueStart()
-		if !more {
+		if s.Peek() != ':' {
+			s.unexpected()
+			return
+		}
+		s.i++
+		start := s.Mark()
+		if start == len(s.b) {
+			s.unexpected()
 			return
 		}
 		fn(key)
-		if d.valueDone(start) {
+		if s.err == nil && s.i == start {
+			s.Skip() // fn left the value unread
+		}
+		if s.err != nil {
 			return
 		}
 	}
@@ -91,47 +110,39 @@ func (d *Decoder) Object(fn func(key []byte)) {
 // Array reads an array, calling fn for each element; fn reads it with one
 // Decoder method or leaves it to be skipped. null reads as an empty array.
 func (d *Decoder) Array(fn func()) {
-	if !d.open('[', "expected an array") {
+	s := &d.s
+	if s.err != nil {
 		return
 	}
+	switch s.Peek() {
+	case '[':
+	case 'n':
+		s.Literal("null")
+		return
+	default:
+		d.fail("expected an array")
+		return
+	}
+	if s.depth >= MaxDepth {
+		s.fail("nesting too deep")
+		return
+	}
+	s.i++
+	s.depth++
 	for first := true; ; first = false {
-		ok, err := d.s.NextElem(first)
-		if err != nil {
+		if ok, err := s.NextElem(first); !ok || err != nil {
+			s.depth--
 			return
 		}
-		if !ok {
-			d.s.depth--
-			return
-		}
-		start, more := d.valueStart()
-		if !more {
-			return
-		}
+		start := s.i // NextElem stopped at the element
 		fn()
-		if d.valueDone(start) {
+		if s.err == nil && s.i == start {
+			s.Skip() // fn left the element unread
+		}
+		if s.err != nil {
 			return
 		}
 	}
-}
-
-// valueStart returns where the value a callback is about to read starts,
-// or false at the end of the input.
-func (d *Decoder) valueStart() (int, bool) {
-	start := d.s.Mark()
-	if start == len(d.s.b) {
-		d.s.unexpected()
-		return 0, false
-	}
-	return start, true
-}
-
-// valueDone skips the value that started at start if the callback left it
-// unread, and reports whether decoding has failed.
-func (d *Decoder) valueDone(start int) bool {
-	if d.s.err == nil && d.s.i == start {
-		d.s.Skip()
-	}
-	return d.s.err != nil
 }
 
 // IsNull reads a null if one comes next and reports whether it did.

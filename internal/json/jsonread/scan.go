@@ -158,37 +158,44 @@ func (s *Scanner) Open() { s.i++ }
 // Open (first is true for the first call). It returns the key, or ok=false
 // after the closing '}'. The key aliases the input unless it had escapes.
 func (s *Scanner) NextKey(first bool) (key []byte, ok bool, err error) {
-	return s.nextKey(first, false)
+	if key, ok = s.nextKey(first, false); !ok && s.err != nil {
+		return nil, false, s.err
+	}
+	return key, ok, nil
 }
 
 // nextKey is NextKey decoding an escaped key into the scratch buffer when
-// scratch is set (see str).
-func (s *Scanner) nextKey(first, scratch bool) (key []byte, ok bool, err error) {
+// scratch is set (see str); after an error it returns false, and s.err
+// holds the error.
+func (s *Scanner) nextKey(first, scratch bool) (key []byte, ok bool) {
 	c := s.Peek()
 	if c == '}' {
 		// After a value this is the normal end; a '}' right after a comma
 		// fails below, where a key is required.
 		s.i++
-		return nil, false, nil
+		return nil, false
 	}
 	if !first {
 		if c != ',' {
-			return nil, false, s.unexpected()
+			s.unexpected()
+			return nil, false
 		}
 		s.i++
 		c = s.Peek()
 	}
 	if c != '"' {
-		return nil, false, s.unexpected()
+		s.unexpected()
+		return nil, false
 	}
-	if key, err = s.str(scratch); err != nil {
-		return nil, false, err
+	if key, ok = s.str(scratch); !ok {
+		return nil, false
 	}
 	if s.Peek() != ':' {
-		return nil, false, s.unexpected()
+		s.unexpected()
+		return nil, false
 	}
 	s.i++
-	return key, true, nil
+	return key, true
 }
 
 // NextElem advances to the next element of an array whose '[' was read; it
@@ -226,7 +233,10 @@ func (s *Scanner) Str() (string, error) {
 // buffer decoded as encoding/json does (invalid bytes and lone surrogates
 // become U+FFFD).
 func (s *Scanner) RawString() ([]byte, error) {
-	return s.str(false)
+	if b, ok := s.str(false); ok {
+		return b, nil
+	}
+	return nil, s.err
 }
 
 // Number reads a number per RFC 8259 and returns its text.
@@ -322,9 +332,8 @@ func (s *Scanner) skip(depth int) error {
 		}
 		s.i++
 		for first := true; ; first = false {
-			_, ok, err := s.nextKey(first, true)
-			if err != nil || !ok {
-				return err
+			if _, ok := s.nextKey(first, true); !ok {
+				return s.err
 			}
 			if err := s.skip(depth + 1); err != nil {
 				return err

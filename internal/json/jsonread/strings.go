@@ -11,80 +11,74 @@ import (
 // escapes or invalid UTF-8 alias the input. Others are decoded as
 // encoding/json decodes them: into the Scanner's scratch buffer when
 // scratch is set (valid until the next such call), else into a new buffer.
-func (s *Scanner) str(scratch bool) ([]byte, error) {
-	start := s.i + 1
-	end, escaped, high, err := s.scanString(start)
-	if err != nil {
-		return nil, err
-	}
-	raw := s.b[start:end]
-	s.i = end + 1
-	if !escaped && (high < 0 || utf8.Valid(s.b[high:end])) {
-		return raw, nil
-	}
-	if !scratch {
-		return s.unescape(make([]byte, 0, len(raw)), start, raw)
-	}
-	out, err := s.unescape(s.scratch[:0], start, raw)
-	s.scratch = out[:0]
-	return out, err
-}
-
-// skipString reads and checks a string without keeping it.
-func (s *Scanner) skipString() error {
-	start := s.i + 1
-	end, escaped, _, err := s.scanString(start)
-	if err != nil {
-		return err
-	}
-	s.i = end + 1
-	if escaped {
-		out, err := s.unescape(s.scratch[:0], start, s.b[start:end])
-		s.scratch = out[:0]
-		return err
-	}
-	return nil // invalid UTF-8 is no error: it decodes as U+FFFD
-}
-
-// scanString finds the closing quote of a string whose contents start at
-// start, reporting whether the contents hold an escape and where their
-// first non-ASCII byte is (-1: none).
-func (s *Scanner) scanString(start int) (end int, escaped bool, high int, err error) {
-	b, i := s.b, start
-	high = -1
+// ok is false after an error, which s.err holds. Every string of every
+// document passes here, so the scan is written out in one function.
+func (s *Scanner) str(scratch bool) (_ []byte, ok bool) {
+	b, start := s.b, s.i+1
+	i, escaped, high := start, false, -1
 	for {
 		// Eight bytes at a time while none needs a look: most of a body's
 		// bytes are plain ASCII text.
 		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
 			i += 8
 		}
+		// Then byte by byte up to the byte that needs one (within eight).
+		for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
 		if i >= len(b) {
 			s.i = len(b)
-			return 0, false, -1, s.fail("unexpected end of input in string")
+			s.fail("unexpected end of input in string")
+			return nil, false
 		}
-		switch c := b[i]; {
-		case c == '"':
-			return i, escaped, high, nil
+		c := b[i]
+		if c == '"' {
+			break
+		}
+		switch {
 		case c == '\\':
 			escaped = true
 			i += 2 // the escaped byte too, so an escaped quote is passed
-		case c < 0x20:
-			if bytes.IndexByte(b[i:], '"') < 0 {
-				// A string that never ends is reported as such first.
-				s.i = len(b)
-				return 0, false, -1, s.fail("unexpected end of input in string")
-			}
-			s.i = i
-			return 0, false, -1, s.fail("invalid control character in string")
 		case c >= utf8.RuneSelf:
 			if high < 0 {
 				high = i
 			}
-			i++
-		default:
-			i++
+			for i++; i < len(b) && b[i] >= utf8.RuneSelf; i++ {
+			}
+		default: // a control character
+			if bytes.IndexByte(b[i:], '"') < 0 {
+				// A string that never ends is reported as such first.
+				s.i = len(b)
+				s.fail("unexpected end of input in string")
+				return nil, false
+			}
+			s.i = i
+			s.fail("invalid control character in string")
+			return nil, false
 		}
 	}
+	raw := b[start:i]
+	s.i = i + 1
+	if !escaped && (high < 0 || utf8.Valid(b[high:i])) {
+		return raw, true
+	}
+	var out []byte
+	if scratch {
+		out = s.unescape(s.scratch[:0], start, raw)
+		s.scratch = out[:0]
+	} else {
+		out = s.unescape(make([]byte, 0, len(raw)), start, raw)
+	}
+	return out, s.err == nil
+}
+
+// skipString reads and checks a string without keeping it (invalid
+// UTF-8 is no error: it decodes as U+FFFD).
+func (s *Scanner) skipString() error {
+	if _, ok := s.str(true); !ok {
+		return s.err
+	}
+	return nil
 }
 
 const (
@@ -104,8 +98,9 @@ func plain8(x uint64) bool {
 
 // unescape appends the decoded contents raw (which starts at offset start
 // of the input) to dst: escapes resolved, invalid UTF-8 and lone
-// surrogates as U+FFFD, as encoding/json does.
-func (s *Scanner) unescape(dst []byte, start int, raw []byte) ([]byte, error) {
+// surrogates as U+FFFD, as encoding/json does. A bad escape stops it, in
+// s.err.
+func (s *Scanner) unescape(dst []byte, start int, raw []byte) []byte {
 	for i := 0; i < len(raw); {
 		// Copy a run of plain ASCII at once.
 		k := i
@@ -129,7 +124,8 @@ func (s *Scanner) unescape(dst []byte, start int, raw []byte) ([]byte, error) {
 		}
 		if i+1 >= len(raw) {
 			s.i = start + i
-			return dst, s.fail("invalid escape in string")
+			s.fail("invalid escape in string")
+			return dst
 		}
 		switch e := raw[i+1]; e {
 		case '"', '\\', '/':
@@ -148,7 +144,8 @@ func (s *Scanner) unescape(dst []byte, start int, raw []byte) ([]byte, error) {
 			r, ok := hex4(raw[i+2:])
 			if !ok {
 				s.i = start + i
-				return dst, s.fail("invalid \\u escape in string")
+				s.fail("invalid \\u escape in string")
+				return dst
 			}
 			i += 6
 			if utf16.IsSurrogate(r) {
@@ -167,11 +164,12 @@ func (s *Scanner) unescape(dst []byte, start int, raw []byte) ([]byte, error) {
 			continue
 		default:
 			s.i = start + i
-			return dst, s.fail("invalid escape in string")
+			s.fail("invalid escape in string")
+			return dst
 		}
 		i += 2
 	}
-	return dst, nil
+	return dst
 }
 
 // hex4 reads the four hex digits of a \u escape from the start of b.
