@@ -106,7 +106,7 @@ dialect, invariants checked; exits non-zero when one broke.`, stderr)
 	seed := fs.Uint64("seed", 1, "seed of the request schedule and the mocks' faults")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	logPath := fs.String("log", "", "write the gateway's log (JSON, debug level) to this file, to investigate a failure")
+	logPath := fs.String("log", "", "write the gateway's log (JSON, debug level) to this file, to investigate a failure; with --replicas each replica's (its serve log) to FILE.0, FILE.1, ...")
 	var rf replicaFlags
 	rf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
