@@ -145,6 +145,13 @@ type Settlement struct {
 	Attempts []Attempt
 }
 
+// OrphanAfter is the age past which an open reservation is released by
+// any replica's start-up recovery, whichever replica wrote it: no request
+// runs that long (every attempt is bounded by its deployment's timeouts),
+// so its replica is gone for good, its journal (and identity) lost with
+// its disk, and would never release it itself.
+const OrphanAfter = 24 * time.Hour
+
 // Batch is what one group commit writes, atomically.
 type Batch struct {
 	Reservations []Reservation
@@ -212,9 +219,10 @@ type Store interface {
 	// never written twice.
 	WriteBatch(ctx context.Context, b *Batch) error
 	// RecoverOpen releases every reservation without a settlement that
-	// owner wrote (Batch.Owner), and those written without an owner, and
-	// returns them, oldest first, for the start-up report. Other owners'
-	// open reservations (replicas still running) are left alone.
+	// owner wrote (Batch.Owner), those written without an owner, and any
+	// older than OrphanAfter, and returns them, oldest first, for the
+	// start-up report. Other owners' recent open reservations (replicas
+	// still running) are left alone.
 	RecoverOpen(ctx context.Context, owner string) ([]Released, error)
 	// Spends sums settled cost per scope, in total and since dayStart
 	// (truncated to its UTC day), from the per-scope aggregates: its cost

@@ -244,16 +244,17 @@ func settlementArgs(sets []ledger.Settlement) []any {
 		ac.out, ac.cost, ac.firstByte, ac.duration, ac.started}
 }
 
-// RecoverOpen releases every reservation of owner's (or of no owner) that
-// is neither settled nor released (the gateway died between reserving and
-// settling) and returns them, oldest first. Call it at start-up, before
-// owner's Writer runs: a reservation of its still in flight would be
-// released too. Other replicas' reservations are left alone. A second call
-// returns nothing.
+// RecoverOpen releases every reservation of owner's (or of no owner, or
+// older than ledger.OrphanAfter) that is neither settled nor released (the
+// gateway died between reserving and settling) and returns them, oldest
+// first. Call it at start-up, before owner's Writer runs: a reservation of
+// its still in flight would be released too. Other replicas' recent
+// reservations are left alone. A second call returns nothing.
 func (s *Store) RecoverOpen(ctx context.Context, owner string) ([]ledger.Released, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE reservations SET released_at = $1
-	WHERE settled_at IS NULL AND released_at IS NULL AND owner IN ($2, '')
-	RETURNING request_id, key_id, org, team, public_model, amount_micro, created_at`, micros(s.now()), owner)
+	WHERE settled_at IS NULL AND released_at IS NULL AND (owner IN ($2, '') OR created_at < $3)
+	RETURNING request_id, key_id, org, team, public_model, amount_micro, created_at`,
+		micros(s.now()), owner, micros(s.now().Add(-ledger.OrphanAfter)))
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: recover: %w", err)
 	}

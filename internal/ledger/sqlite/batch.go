@@ -164,12 +164,13 @@ func settle(ctx context.Context, req, att *sql.Stmt, st *ledger.Settlement) (ins
 	return true, nil
 }
 
-// RecoverOpen releases every reservation of owner's (or of no owner) that
-// is neither settled nor released (the gateway died between reserving and
-// settling) and returns them. Call it at start-up, before owner's Writer
-// runs: a reservation of its still in flight would be released too. A
-// second call returns nothing.
+// RecoverOpen releases every reservation of owner's (or of no owner, or
+// older than ledger.OrphanAfter) that is neither settled nor released (the
+// gateway died between reserving and settling) and returns them. Call it
+// at start-up, before owner's Writer runs: a reservation of its still in
+// flight would be released too. A second call returns nothing.
 func (s *Store) RecoverOpen(ctx context.Context, owner string) (_ []ledger.Released, err error) {
+	orphaned := micros(s.now().Add(-ledger.OrphanAfter))
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
@@ -180,8 +181,8 @@ func (s *Store) RecoverOpen(ctx context.Context, owner string) (_ []ledger.Relea
 		}
 	}()
 	rows, err := tx.QueryContext(ctx, `SELECT request_id, key_id, org, team, public_model, amount_micro, created_at
-	FROM reservations WHERE settled_at IS NULL AND released_at IS NULL AND owner IN (?, '')
-	ORDER BY created_at, request_id`, owner)
+	FROM reservations WHERE settled_at IS NULL AND released_at IS NULL AND (owner IN (?1, '') OR created_at < ?2)
+	ORDER BY created_at, request_id`, owner, orphaned)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
 	}
@@ -206,7 +207,7 @@ func (s *Store) RecoverOpen(ctx context.Context, owner string) (_ []ledger.Relea
 		return nil, tx.Commit()
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE reservations SET released_at = ?
-	WHERE settled_at IS NULL AND released_at IS NULL AND owner IN (?, '')`, micros(s.now()), owner); err != nil {
+	WHERE settled_at IS NULL AND released_at IS NULL AND (owner IN (?2, '') OR created_at < ?3)`, micros(s.now()), owner, orphaned); err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: release: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
