@@ -360,7 +360,7 @@ func TestReplicasRedisStopped(t *testing.T) {
 	}
 }
 
-// A budget for exactly 10 serves exactly 10 across three replicas: 30
+// A budget for exactly 10 serves exactly 10 across three replicas: 300
 // concurrent requests spread over them, against a key's RPM of 10 and,
 // with a fresh key, against a credit of exactly ten worst cases (every
 // request held in flight by a slow provider, so none frees credit early).
