@@ -9,8 +9,12 @@
 #   - Go (go.mod): github.com/openai/openai-go/v3 and
 #     github.com/anthropics/anthropic-sdk-go/v2 at @latest, then go mod tidy.
 #
-# It prints the versions before and after, then runs
-#   go test ./internal/server -run 'TestNodeClients|TestConformance' -count=1
+# It prints the versions before and after, warns when a Go SDK has a newer
+# major version (a new import path, which @latest never reaches: moving to it
+# is done by hand), then runs every suite that drives a real SDK client:
+#   go test ./internal/server -run 'TestNodeClients|TestConformance|SDK' -count=1
+# and, whole, every other package whose tests import a Go SDK (the dialects'
+# and idempotency's sdk_test.go, the mocks).
 # Runnable from any directory. Nothing is committed.
 set -euo pipefail
 
@@ -80,6 +84,22 @@ echo "== versions after"
 node_versions
 go_versions
 
-echo "== conformance suites"
+# A newer major version is a different module path: @latest on the old path
+# never reaches it, so say so rather than report "newest" silently.
+(cd "$ROOT" && for m in "${GO_MODS[@]}"; do
+  if [[ $m =~ ^(.*)/v([0-9]+)$ ]]; then next="${BASH_REMATCH[1]}/v$((BASH_REMATCH[2] + 1))"; else next="$m/v2"; fi
+  if v="$(go list -m -f '{{.Version}}' "$next@latest" 2>/dev/null)"; then
+    echo "  WARNING: $next $v exists; $m@latest stays on the old major (move by hand: import paths change)" >&2
+  fi
+done)
+
+echo "== SDK suites"
 cd "$ROOT"
-SPILLWAY_TEST_NODE=1 go test ./internal/server -run 'TestNodeClients|TestConformance' -count=1
+# Packages other than internal/server whose tests import a Go SDK; found
+# afresh each run so a new sdk_test.go is never left out.
+mapfile -t sdk_pkgs < <(grep -rlE 'openai/openai-go|anthropics/anthropic-sdk-go' --include='*_test.go' internal cmd |
+  xargs -n1 dirname | sort -u | grep -vx 'internal/server' | sed 's|^|./|')
+SPILLWAY_TEST_NODE=1 go test ./internal/server -run 'TestNodeClients|TestConformance|SDK' -count=1
+if ((${#sdk_pkgs[@]})); then
+  go test -count=1 "${sdk_pkgs[@]}"
+fi
