@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"net/http"
+	"time"
 
 	"github.com/spillway-gw/spillway/internal/failure"
 )
@@ -24,7 +25,16 @@ const (
 	// RefusedNotKept: the key's first answer was too large to keep for
 	// replay; it is not run again. 409.
 	RefusedNotKept Refusal = "idempotency_answer_not_kept"
+	// RefusedUnavailable: the key is shared between replicas and the shared
+	// store could not say whether it was used elsewhere (see Shared and
+	// DownRefuse); nothing ran. 503 with Retry-After, and the only refusal
+	// that is not Final: a retry with the same key may run.
+	RefusedUnavailable Refusal = "idempotency_unavailable"
 )
+
+// UnavailableRetryAfter is the delay RefusedUnavailable asks for: the
+// shared store's default retry interval (shared_state.retry_every).
+const UnavailableRetryAfter = time.Second
 
 // MaxKeyLen is the longest Idempotency-Key accepted, in bytes.
 const MaxKeyLen = 255
@@ -33,20 +43,28 @@ const MaxKeyLen = 255
 const HeaderReplayed = "Idempotent-Replayed"
 
 // HeaderShouldRetry tells the OpenAI and Anthropic SDKs whether to retry. A
-// replay and a refusal are final under their key (a retry with the same key
-// gets the same answer), so both say "false"; otherwise the SDKs would retry
-// 409s and 5xx in vain.
+// replay and a Final refusal are final under their key (a retry with the
+// same key gets the same answer), so both say "false"; otherwise the SDKs
+// would retry 409s and 5xx in vain. RefusedUnavailable leaves it unset, so
+// the SDKs retry its 503 after Retry-After as they retry any 503.
 const HeaderShouldRetry = "X-Should-Retry"
+
+// Final reports whether a retry with the same key gets the same refusal
+// (every refusal but RefusedUnavailable).
+func (r Refusal) Final() bool { return r != RefusedUnavailable }
 
 // Public is the error the caller is told, before a dialect gives it its wire
 // shape; nil for the zero Refusal. Callers should also set HeaderShouldRetry
-// to "false" on it.
+// to "false" on a Final one.
 func (r Refusal) Public() *failure.Public {
 	var msg string
 	status := http.StatusConflict
 	switch r {
 	case "":
 		return nil
+	case RefusedUnavailable:
+		return &failure.Public{Status: http.StatusServiceUnavailable, Code: string(r), RetryAfter: UnavailableRetryAfter,
+			Message: "this gateway's replicas share Idempotency-Keys and cannot check this one across replicas right now, so the request was not run (nothing was generated or billed); retry with the same key after the delay in the Retry-After header"}
 	case RefusedInvalidKey:
 		status = http.StatusBadRequest
 		msg = "the Idempotency-Key header must be 1 to 255 printable ASCII characters"

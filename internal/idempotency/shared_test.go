@@ -18,7 +18,7 @@ func (f *fakeShared) Claim(context.Context, string, string, [32]byte) (SharedCla
 	return f.claim, f.err
 }
 func (f *fakeShared) Wait(ctx context.Context, _, _ string) error { return ctx.Err() }
-func (f *fakeShared) Finish(_, _ string, o SharedState, _ *Recording, _ time.Duration) {
+func (f *fakeShared) Finish(_, _ string, _ [32]byte, o SharedState, _ *Recording, _ time.Duration) {
 	f.finished = append(f.finished, o)
 }
 
@@ -31,7 +31,7 @@ func TestSharedClaims(t *testing.T) {
 		check  func(Claim) bool
 		finish []SharedState // after the owner completes, when it owns
 	}{
-		{"shared store down: owned locally, nothing shared", fakeShared{err: errors.New("down")}, func(c Claim) bool { return c.Owner != nil }, nil},
+		{"shared store down: refused, nothing shared (TestSharedUnavailable has the rest)", fakeShared{err: errors.New("down")}, func(c Claim) bool { return c.Refused == RefusedUnavailable }, nil},
 		{"conflict elsewhere", fakeShared{claim: SharedClaim{State: SharedConflict}}, func(c Claim) bool { return c.Refused == RefusedConflict }, nil},
 		{"abandoned elsewhere", fakeShared{claim: SharedClaim{State: SharedAbandoned}}, func(c Claim) bool { return c.Refused == RefusedAbandoned }, nil},
 		{"not kept elsewhere", fakeShared{claim: SharedClaim{State: SharedNotKept}}, func(c Claim) bool { return c.Refused == RefusedNotKept }, nil},

@@ -24,9 +24,16 @@
 // replay can never charge twice; it carries the original's headers (cost
 // included) plus Idempotent-Replayed: true, so the caller can tell.
 //
-// Content lives only in this process's memory and is never persisted:
-// durable storage is content-free by product rule (the ledger keeps a request
-// hash, never a prompt or an answer). A restart forgets every key.
+// Across replicas (SetShared), a key is owned once for all of them and
+// replays from any. A key whose shared claim cannot be made (the shared
+// store down or too slow) is refused with a 503 by default rather than run,
+// since a retry of it may already have run on another replica (see Shared
+// and DownPolicy).
+//
+// Content lives only in memory (this process's, or the shared store's) and
+// is never persisted: durable storage is content-free by product rule (the
+// ledger keeps a request hash, never a prompt or an answer). A restart
+// forgets every key this process held.
 package idempotency
 
 import (
@@ -34,6 +41,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/clock"
@@ -90,8 +98,13 @@ type Store struct {
 
 	bufs sync.Pool // of *recBuf, for the owners' recorders
 
-	// shared extends the store across replicas (nil: none; see Shared).
-	shared Shared
+	// shared extends the store across replicas (nil: none; see Shared),
+	// downPolicy says what a claim it cannot answer does.
+	shared     Shared
+	downPolicy DownPolicy
+	// Claims the shared store could not answer: refused (DownRefuse) or
+	// owned here alone (DownLocal).
+	sharedRefused, sharedLocal atomic.Uint64
 }
 
 // New returns an empty store bounded by o.
@@ -209,6 +222,10 @@ type Stats struct {
 	Entries, InFlight int
 	// Bytes is the accounted memory of the finished keys.
 	Bytes int64
+	// SharedRefused counts the requests refused because the shared store
+	// could not answer their claim (DownRefuse); SharedLocal those owned
+	// by this process alone instead (DownLocal). Both since start.
+	SharedRefused, SharedLocal uint64
 }
 
 // Stats reports the store's current size.
@@ -216,7 +233,8 @@ func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire(s.clock.Now())
-	return Stats{Entries: s.n, InFlight: len(s.keys) - s.n, Bytes: s.bytes}
+	return Stats{Entries: s.n, InFlight: len(s.keys) - s.n, Bytes: s.bytes,
+		SharedRefused: s.sharedRefused.Load(), SharedLocal: s.sharedLocal.Load()}
 }
 
 // Owner is the right, held by one request, to run under a key and record its
@@ -269,7 +287,7 @@ func (o *Owner) finish(st state, r *Recording) {
 		s.mu.Unlock()
 		if share {
 			// e's state and recording are final now.
-			s.shared.Finish(e.k.tenant, e.k.key, sharedOutcome(e.state), e.rec, s.ttl)
+			s.shared.Finish(e.k.tenant, e.k.key, e.hash, sharedOutcome(e.state), e.rec, s.ttl)
 		}
 	}()
 	if e.state != inFlight {

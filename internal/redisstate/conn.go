@@ -6,7 +6,8 @@
 // Redis is never on a request's critical path for longer than one bounded
 // call (Options.Timeout): the first call that fails marks Redis down, and
 // from then on every call answers ErrDown at once and each replica uses
-// its documented local fallback, until a background ping finds Redis again
+// its documented local fallback (or, for an idempotency key or a money
+// limit by default, refuses the request), until a background ping finds Redis again
 // (every Options.RetryEvery). Writes that nothing waits for (published
 // transitions, pins, the end of a probe) go through one ordered queue and
 // are dropped, counted, when it is full. The core packages never import
@@ -245,7 +246,7 @@ func isReply(err error) bool {
 func (c *Client) down(op string, err error) {
 	c.errs.Add(1)
 	if c.up.CompareAndSwap(true, false) {
-		c.o.Log.Warn("shared state: redis unreachable; each replica uses its own state (health local, budgets per shared_state.budgets_when_down) until it answers",
+		c.o.Log.Warn("shared state: redis unreachable; each replica uses its own state (health local, budgets per shared_state.budgets_when_down, keyed requests per shared_state.idempotency_when_down) until it answers",
 			"op", op, "err", err)
 	}
 }

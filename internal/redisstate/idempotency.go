@@ -23,7 +23,10 @@ import (
 //
 // An in-flight key expires after InFlightLease: a replica that died while
 // owning it leaves it in flight that long, then a retry runs afresh. A
-// decided key lives for the store's TTL. Answers live in Redis's memory
+// decided key lives for the store's TTL. The owner's decision is written
+// even where its claim is gone (a Redis restarted empty while the decision
+// waited in the durable queue, or a key evicted): the owner ran the request
+// with that hash, so a retry elsewhere replays it instead of running again. Answers live in Redis's memory
 // for that TTL; run it without persistence (save "", appendonly no) to keep
 // the promise that answers are never written to disk.
 
@@ -48,6 +51,13 @@ return {v[2], redis.call("HGET", KEYS[1], "r") or ""}
 
 var finishScript = redis.NewScript(`
 local v = redis.call("HMGET", KEYS[1], "o", "s")
+if not v[1] then
+  if ARGV[2] == "released" then return 0 end
+  redis.call("HSET", KEYS[1], "h", ARGV[5], "s", ARGV[2], "o", ARGV[1], "r", ARGV[3])
+  redis.call("PEXPIRE", KEYS[1], ARGV[4])
+  redis.call("PUBLISH", KEYS[2], KEYS[1])
+  return 1
+end
 if v[1] ~= ARGV[1] or v[2] ~= "inflight" then return 0 end
 if ARGV[2] == "released" then
   redis.call("DEL", KEYS[1])
@@ -197,9 +207,10 @@ func (s *idemShared) decided(k string) {
 
 // Finish implements idempotency.Shared through the durable queue: sent in
 // the background, bounded by twenty call timeouts (at least a second: a
-// recording may be megabytes), and kept through an outage to be sent when
-// Redis returns, so that no key stays in flight for the others.
-func (s *idemShared) Finish(tenant, key string, outcome idempotency.SharedState, rec *idempotency.Recording, ttl time.Duration) {
+// recording may be megabytes), and kept through an outage (up to
+// maxPending decisions and settlements) to be sent when Redis returns, so
+// that no key stays in flight for the others.
+func (s *idemShared) Finish(tenant, key string, hash [32]byte, outcome idempotency.SharedState, rec *idempotency.Recording, ttl time.Duration) {
 	c := s.c
 	if c.ctx.Err() != nil {
 		return
@@ -209,7 +220,7 @@ func (s *idemShared) Finish(tenant, key string, outcome idempotency.SharedState,
 		raw, _ = json.Marshal(wireRec{Status: rec.Status, Header: rec.Header, Body: rec.Body, Chunks: rec.Chunks, Streamed: rec.Streamed})
 	}
 	k := s.key(tenant, key)
-	args := []any{c.o.Replica, stateNames[outcome], raw, max(ttl, time.Millisecond).Milliseconds()}
+	args := []any{c.o.Replica, stateNames[outcome], raw, max(ttl, time.Millisecond).Milliseconds(), hex.EncodeToString(hash[:])}
 	c.durable("idempotency.finish", max(time.Second, 20*c.o.Timeout), func(ctx context.Context, r redis.Cmdable) error {
 		return finishScript.Run(ctx, r, []string{k, c.key("idem")}, args...).Err()
 	})

@@ -118,27 +118,51 @@ func TestIdempotencyReleaseHandsOver(t *testing.T) {
 	}
 }
 
-// Redis down: each replica owns its keys alone (the documented fallback),
-// and never waits on Redis.
+// Redis down or hanging: a keyed claim is refused at once by default
+// (idempotency_unavailable: whether the key ran on another replica cannot
+// be known), owned by the replica alone with DownLocal; either way no
+// claim waits on Redis longer than one timeout.
 func TestIdempotencyRedisDown(t *testing.T) {
-	url := redisURL(t)
-	p, purl := newProxy(t, url)
-	a := open(t, purl, testPrefix(), func(o *Options) { o.Timeout = 30 * time.Millisecond })
-	st := sharedStores(t, a)
-	p.Cut(true)
-	start := time.Now()
-	for i := range 5 {
-		c, err := st[0].Begin(context.Background(), "tenant", "down"+string(rune('a'+i)), [32]byte{4})
-		if err != nil || c.Owner == nil {
-			t.Fatalf("Redis down: %+v %v, want a local owner", c, err)
-		}
-		c.Owner.Complete(streamRec())
-	}
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("five claims with Redis down took %s", d)
-	}
-	if a.Up() {
-		t.Error("Redis cut, still marked up")
+	for _, tc := range []struct {
+		name   string
+		hang   bool
+		policy idempotency.DownPolicy
+		want   func(idempotency.Claim) bool
+	}{
+		{"stopped, refuse", false, idempotency.DownRefuse, func(c idempotency.Claim) bool { return c.Refused == idempotency.RefusedUnavailable }},
+		{"hanging, refuse", true, idempotency.DownRefuse, func(c idempotency.Claim) bool { return c.Refused == idempotency.RefusedUnavailable }},
+		{"stopped, local", false, idempotency.DownLocal, func(c idempotency.Claim) bool { return c.Owner != nil }},
+		{"hanging, local", true, idempotency.DownLocal, func(c idempotency.Claim) bool { return c.Owner != nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := redisURL(t)
+			p, purl := newProxy(t, url)
+			a := open(t, purl, testPrefix(), func(o *Options) { o.Timeout = 30 * time.Millisecond })
+			st := sharedStores(t, a)
+			st[0].SetDownPolicy(tc.policy)
+			if tc.hang {
+				p.Hang(true)
+			} else {
+				p.Cut(true)
+			}
+			start := time.Now()
+			for i := range 5 {
+				c, err := st[0].Begin(context.Background(), "tenant", "down"+string(rune('a'+i)), [32]byte{4})
+				if err != nil || !tc.want(c) {
+					t.Fatalf("claim %d with Redis down: %+v %v", i, c, err)
+				}
+				if c.Owner != nil {
+					c.Owner.Complete(streamRec())
+				}
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("five claims with Redis down took %s", d) // one timeout (30ms) each at most; generous for load
+			}
+			t.Logf("five claims with Redis %s: %s", map[bool]string{true: "hanging", false: "stopped"}[tc.hang], time.Since(start))
+			if a.Up() {
+				t.Error("Redis cut, still marked up")
+			}
+		})
 	}
 }
 

@@ -184,7 +184,11 @@ func (h *generateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = idempotency.Replay(w, rec)
 			return
 		case claim.Owner == nil:
-			w.Header().Set(idempotency.HeaderShouldRetry, "false")
+			// A refusal is final under its key, except idempotency_unavailable
+			// (shared keys cannot be checked now; nothing ran): a retry may run.
+			if claim.Refused.Final() {
+				w.Header().Set(idempotency.HeaderShouldRetry, "false")
+			}
 			s.writeError(w, c, claim.Refused.Public(), nil)
 			return
 		}
