@@ -15,7 +15,8 @@ import (
 )
 
 // openSharedState connects this replica to shared_state's Redis and plugs
-// it into so: health, idempotency keys, conversation pins, rate limits and
+// it into so: health, idempotency keys (with
+// shared_state.idempotency_when_down), conversation pins, rate limits and
 // budgets (with shared_state.budgets_when_down), and the shared-state
 // metrics. Driver none: nothing changes, and the client is
 // nil. An unreachable Redis is not an error (the replica starts on its
@@ -45,6 +46,9 @@ func openSharedState(cfg *catalog.Config, cfgFile string, log *slog.Logger, so *
 		so.Sticky = sticky.NewShared(cfg.Routing.StickyCapacity, nil, c.PinSeed())
 	}
 	c.Attach(so.Health, so.Idempotency, so.Sticky)
+	if sc.IdempotencyWhenDown == catalog.IdempotencyDownLocal {
+		so.Idempotency.SetDownPolicy(idempotency.DownLocal)
+	}
 	if so.Budget != nil {
 		p := budget.DownPolicy{}
 		if sc.BudgetsWhenDown == catalog.BudgetsDownAllowance {
@@ -54,6 +58,6 @@ func openSharedState(cfg *catalog.Config, cfgFile string, log *slog.Logger, so *
 	}
 	so.SharedStats = c.MetricsStats
 	log.Info("shared state: replicas share health, idempotency keys, conversation pins, rate limits and budgets through redis",
-		"prefix", sc.KeyPrefix, "budgets_when_down", sc.BudgetsWhenDown, "up", c.Up())
+		"prefix", sc.KeyPrefix, "budgets_when_down", sc.BudgetsWhenDown, "idempotency_when_down", sc.IdempotencyWhenDown, "up", c.Up())
 	return c, nil
 }

@@ -37,14 +37,25 @@ type SharedState struct {
 	// may spend on its own while Redis is down, with budgets_when_down
 	// allowance. Default 0.1.
 	DownAllowance float64 `yaml:"down_allowance,omitempty"`
+	// IdempotencyWhenDown is what a request with an Idempotency-Key does
+	// when its key cannot be claimed across replicas (Redis unreachable,
+	// or slower than Timeout): "refuse" (the default: fail closed, 503
+	// idempotency_unavailable with Retry-After; nothing runs, so a retry
+	// of a request that already ran on another replica is never run and
+	// billed again) or "local" (the key is owned by this replica alone and
+	// the request runs; a retry sent to another replica meanwhile may run
+	// again). Requests without a key are unaffected either way.
+	IdempotencyWhenDown string `yaml:"idempotency_when_down,omitempty"`
 }
 
-// SharedState.Driver and BudgetsWhenDown values.
+// SharedState.Driver, BudgetsWhenDown and IdempotencyWhenDown values.
 const (
-	SharedNone           = "none"
-	SharedRedis          = "redis"
-	BudgetsDownRefuse    = "refuse"
-	BudgetsDownAllowance = "allowance"
+	SharedNone            = "none"
+	SharedRedis           = "redis"
+	BudgetsDownRefuse     = "refuse"
+	BudgetsDownAllowance  = "allowance"
+	IdempotencyDownRefuse = "refuse"
+	IdempotencyDownLocal  = "local"
 )
 
 // Defaults and bounds of shared state.
@@ -75,6 +86,7 @@ func (c *Config) applySharedStateDefaults() {
 	setDefault(&s.RetryEvery, Duration(DefaultSharedRetryEvery))
 	setDefault(&s.ProbeLease, Duration(DefaultSharedProbeLease))
 	setDefault(&s.BudgetsWhenDown, BudgetsDownRefuse)
+	setDefault(&s.IdempotencyWhenDown, IdempotencyDownRefuse)
 	if s.BudgetsWhenDown == BudgetsDownAllowance {
 		setDefault(&s.DownAllowance, DefaultSharedDownAllowance)
 	}
@@ -112,6 +124,11 @@ func (c *Config) validateSharedState(p *problems) {
 	default:
 		p.add(at+".budgets_when_down", 0, "%q is not refuse or allowance", s.BudgetsWhenDown)
 	}
+	switch s.IdempotencyWhenDown {
+	case "", IdempotencyDownRefuse, IdempotencyDownLocal:
+	default:
+		p.add(at+".idempotency_when_down", 0, "%q is not refuse or local", s.IdempotencyWhenDown)
+	}
 	if a := s.DownAllowance; !(a >= 0 && a <= 1) {
 		p.add(at+".down_allowance", 0, "%v is outside 0..1 (the share of each budget one replica may spend while Redis is down)", a)
 	}
@@ -120,7 +137,7 @@ func (c *Config) validateSharedState(p *problems) {
 // sharedStateWarnings warns about shared-state settings that do nothing.
 func (c *Config) sharedStateWarnings(p *problems) {
 	s := &c.SharedState
-	if !s.On() && (s.URLEnv != "" || s.BudgetsWhenDown != "" || s.Timeout != 0) {
+	if !s.On() && (s.URLEnv != "" || s.BudgetsWhenDown != "" || s.IdempotencyWhenDown != "" || s.Timeout != 0) {
 		p.add("shared_state", 0, "set, but the driver is none: every replica keeps its own state (driver: redis shares it)")
 	}
 	if s.On() && s.BudgetsWhenDown != BudgetsDownAllowance && s.DownAllowance != 0 {

@@ -22,6 +22,8 @@ func TestSharedStateRefusals(t *testing.T) {
 		{"retry too often", "shared_state: {driver: redis, retry_every: 1ms}\n", []want{{14, "shared_state.retry_every", "outside 10ms..1m"}}},
 		{"lease too short", "shared_state: {driver: redis, probe_lease: 100ms}\n", []want{{14, "shared_state.probe_lease", "outside 1s..10m"}}},
 		{"unknown budget policy", "shared_state: {driver: redis, budgets_when_down: open}\n", []want{{14, "shared_state.budgets_when_down", `"open" is not refuse or allowance`}}},
+		{"unknown idempotency policy", "shared_state: {driver: redis, idempotency_when_down: allow}\n", []want{{14, "shared_state.idempotency_when_down", `"allow" is not refuse or local`}}},
+		{"idempotency policy on its own line", "shared_state:\n  driver: redis\n  idempotency_when_down: open\n", []want{{16, "shared_state.idempotency_when_down", `"open" is not refuse or local`}}},
 		{"allowance above one", "shared_state: {driver: redis, budgets_when_down: allowance, down_allowance: 2}\n", []want{{14, "shared_state.down_allowance", "outside 0..1"}}},
 		{"unknown key", "shared_state: {driver: redis, url: x}\n", []want{{14, "shared_state.url", "unknown"}}},
 		{"line of a nested field", "shared_state:\n  driver: redis\n  timeout: 1h\n", []want{{16, "shared_state.timeout", "outside 1ms..5s"}}},
@@ -49,7 +51,7 @@ func TestSharedStateDefaults(t *testing.T) {
 	}
 	want := SharedState{Driver: "redis", URLEnv: "SPILLWAY_REDIS_URL", KeyPrefix: "spillway",
 		Timeout: Duration(50 * time.Millisecond), RetryEvery: Duration(time.Second),
-		ProbeLease: Duration(30 * time.Second), BudgetsWhenDown: "refuse"}
+		ProbeLease: Duration(30 * time.Second), BudgetsWhenDown: "refuse", IdempotencyWhenDown: "refuse"}
 	if c.SharedState != want {
 		t.Errorf("redis defaults: %+v, want %+v", c.SharedState, want)
 	}
@@ -59,6 +61,13 @@ func TestSharedStateDefaults(t *testing.T) {
 	}
 	if a := c.SharedState.DownAllowance; a != DefaultSharedDownAllowance {
 		t.Errorf("allowance default %v, want %v", a, DefaultSharedDownAllowance)
+	}
+	c, err = Parse([]byte(optsBase+"shared_state: {driver: redis, idempotency_when_down: local}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.SharedState.IdempotencyWhenDown; p != IdempotencyDownLocal {
+		t.Errorf("idempotency_when_down local read as %q", p)
 	}
 }
 
@@ -74,6 +83,11 @@ func TestSharedStateWarnings(t *testing.T) {
 		t.Fatalf("errors: %v", errs)
 	}
 	requireProblems(t, warns, want{14, "shared_state.down_allowance", "budgets_when_down is refuse"})
+	_, errs, warns = Check([]byte(optsBase+"shared_state: {idempotency_when_down: local}\n"), "w.yaml")
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	requireProblems(t, warns, want{14, "shared_state", "the driver is none"})
 }
 
 // An unset or empty URL variable is named on its line; none needs none.
