@@ -95,8 +95,10 @@ type Options struct {
 	// routing.sticky_capacity pins on Now).
 	Sticky *sticky.Store
 	// SharedStats reports the shared-state client (shared_state.driver
-	// redis) for /metrics: spillway_shared_state_up and its counters. Nil
-	// (driver none): not exported.
+	// redis) for /metrics: spillway_shared_state_up and its counters, to
+	// which the server adds the Idempotency store's keys that could not be
+	// claimed across replicas (refused or run locally). Nil (driver none):
+	// not exported.
 	SharedStats func() metrics.SharedStats
 	// Tracer exports a span per request and one per attempt (nil, the
 	// default: tracing off, and nothing allocated for it).
@@ -157,7 +159,7 @@ func New(opts Options) *Server {
 		}
 	}
 	if opts.SharedStats != nil {
-		opts.Metrics.WatchShared(opts.SharedStats)
+		opts.Metrics.WatchShared(sharedStats(opts.SharedStats, opts.Idempotency))
 	}
 	if opts.Sticky == nil {
 		opts.Sticky = newPins(&opts)
@@ -284,4 +286,14 @@ func (s *Server) metricsHandler() http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// sharedStats adds to the shared-state client's counters the keyed
+// requests whose claim across replicas could not be made, read at scrape.
+func sharedStats(client func() metrics.SharedStats, idem *idempotency.Store) func() metrics.SharedStats {
+	return func() metrics.SharedStats {
+		s, st := client(), idem.Stats()
+		s.IdempotencyRefused, s.IdempotencyLocal = st.SharedRefused, st.SharedLocal
+		return s
+	}
 }

@@ -1,0 +1,141 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillway-gw/spillway/internal/idempotency"
+)
+
+// sharedDialects are the three caller dialects, each with a request body
+// and the mark of its error shape.
+var sharedDialects = []struct{ name, path, body, shape string }{
+	{"openai chat", "/v1/chat/completions", `{"model":"` + publicModel + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, `{"error":{`},
+	{"openai responses", "/v1/responses", `{"model":"` + publicModel + `","max_output_tokens":16,"input":"hi"}`, `{"error":{`},
+	{"anthropic messages", "/v1/messages", `{"model":"` + publicModel + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, `{"type":"error","error":{`},
+}
+
+// postTo sends body to path on this replica, with an Idempotency-Key when
+// ik is set, and reads the whole answer.
+func (r *replica) postTo(t *testing.T, path, body, ik string) raw {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, r.gw.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.key)
+	req.Header.Set("anthropic-version", "2023-06-01")
+	if ik != "" {
+		req.Header.Set("Idempotency-Key", ik)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return raw{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// Redis stopped, or hanging (slower than shared_state.timeout): a request
+// with an Idempotency-Key is refused with 503 idempotency_unavailable in
+// its dialect, with Retry-After, on every replica, and the provider sees
+// nothing; without a key it is served. With idempotency_when_down local
+// the old behaviour: the key is this replica's alone, and its retry on
+// another replica runs again. Once Redis returns, keyed requests are
+// served and replay across replicas again, a key refused meanwhile
+// included (nothing ran under it).
+func TestReplicasIdempotencyRedisDown(t *testing.T) {
+	for _, fault := range []string{"stopped", "hanging"} {
+		t.Run(fault, func(t *testing.T) {
+			h, reps, proxy := newReplicas(t, 2, nil, rungSpec{"primary", "openai"})
+			a, b := reps[0], reps[1]
+			calls := func() int { return h.mocks["primary"].Count() }
+			if fault == "stopped" {
+				proxy.Cut(true)
+			} else {
+				proxy.Hang(true)
+			}
+			for i, d := range sharedDialects {
+				ik := "down-" + fault + "-" + strconv.Itoa(i)
+				before := calls()
+				for _, r := range []*replica{a, b} { // the first try, then its retry elsewhere
+					got := r.postTo(t, d.path, d.body, ik)
+					if got.status != http.StatusServiceUnavailable || !strings.HasPrefix(string(got.body), d.shape) ||
+						!strings.Contains(string(got.body), `"code":"idempotency_unavailable"`) || !strings.Contains(string(got.body), "across replicas") {
+						t.Fatalf("%s on %s, Redis %s: %d %s; want 503 idempotency_unavailable in the dialect's shape", d.name, r.name, fault, got.status, got.body)
+					}
+					if got.header.Get("Retry-After") != "1" || got.header.Get(idempotency.HeaderShouldRetry) == "false" {
+						t.Errorf("%s on %s: Retry-After %q, X-Should-Retry %q; want 1 and unset (the SDKs retry)", d.name, r.name,
+							got.header.Get("Retry-After"), got.header.Get(idempotency.HeaderShouldRetry))
+					}
+				}
+				if n := calls() - before; n != 0 {
+					t.Errorf("%s: the provider saw %d requests for a refused key", d.name, n)
+				}
+				// Without a key: served.
+				if got := a.postTo(t, d.path, d.body, ""); got.status != 200 {
+					t.Errorf("%s without a key, Redis %s: %d %s", d.name, fault, got.status, got.body)
+				}
+				if n := calls() - before; n != 1 {
+					t.Errorf("%s without a key: the provider saw %d requests, want 1", d.name, n)
+				}
+			}
+			for _, r := range reps {
+				if ok, _ := r.health.Check("primary"); !ok {
+					t.Errorf("%s: the refusals counted against the provider's health", r.name)
+				}
+				if v := r.metric(t, `spillway_shared_state_idempotency_unavailable_total{action="refused"}`); v != "3" {
+					t.Errorf("%s: refused metric %q, want 3", r.name, v)
+				}
+			}
+
+			// idempotency_when_down local: the old behaviour, an explicit choice.
+			for _, r := range reps {
+				r.idem.SetDownPolicy(idempotency.DownLocal)
+			}
+			before := calls()
+			for _, r := range []*replica{a, a, b} {
+				if got := r.postTo(t, sharedDialects[0].path, sharedDialects[0].body, "local-"+fault); got.status != 200 {
+					t.Fatalf("local policy on %s: %d %s", r.name, got.status, got.body)
+				}
+			}
+			if n := calls() - before; n != 2 {
+				t.Errorf("local policy: the provider ran %d times for one key sent to A, A and B; want 2 (A's retry replayed, B's ran again)", n)
+			}
+			if v := b.metric(t, `spillway_shared_state_idempotency_unavailable_total{action="local"}`); v != "1" {
+				t.Errorf("B: local metric %q, want 1", v)
+			}
+			for _, r := range reps {
+				r.idem.SetDownPolicy(idempotency.DownRefuse)
+			}
+
+			// Redis returns: keyed requests are served and replay across replicas.
+			if fault == "stopped" {
+				proxy.Cut(false)
+			} else {
+				proxy.Hang(false)
+			}
+			for _, r := range reps {
+				waitUntil(t, 10*time.Second, r.name+" shares state again", r.shared.Up)
+			}
+			for i, d := range sharedDialects {
+				for _, ik := range []string{"down-" + fault + "-" + strconv.Itoa(i), "back-" + fault + "-" + strconv.Itoa(i)} {
+					before := calls()
+					first := a.postTo(t, d.path, d.body, ik)
+					again := b.postTo(t, d.path, d.body, ik)
+					if first.status != 200 || again.status != 200 || again.header.Get(idempotency.HeaderReplayed) != "true" ||
+						again.header.Get("X-Request-Id") != first.header.Get("X-Request-Id") || string(again.body) != string(first.body) {
+						t.Errorf("%s, key %s once Redis returned: A %d, B %d replayed %q; want B to replay A's answer",
+							d.name, ik, first.status, again.status, again.header.Get(idempotency.HeaderReplayed))
+					}
+					if n := calls() - before; n != 1 {
+						t.Errorf("%s, key %s once Redis returned: the provider ran %d times, want 1", d.name, ik, n)
+					}
+				}
+			}
+		})
+	}
+}
