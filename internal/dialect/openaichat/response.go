@@ -117,7 +117,11 @@ func errorType(status int) string {
 }
 
 // AppendError appends {"error":{"message","type","param","code"}}.
-func (*Dialect) AppendError(dst []byte, e *failure.Public) []byte {
+func (*Dialect) AppendError(dst []byte, e *failure.Public) []byte { return AppendError(dst, e) }
+
+// AppendError appends OpenAI's error object, which the Responses API
+// shares: one writer keeps the two dialects' errors the same.
+func AppendError(dst []byte, e *failure.Public) []byte {
 	dst = append(dst, `{"error":{"message":`...)
 	dst = jsonwrite.AppendString(dst, e.Message)
 	dst = append(dst, `,"type":"`...)

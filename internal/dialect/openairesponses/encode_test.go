@@ -412,8 +412,8 @@ func TestErrorGolden(t *testing.T) {
 	}
 }
 
-// The status-to-type mapping is duplicated from openaichat (both dialects
-// speak OpenAI's error shape); this holds the two copies equal.
+// Both dialects speak OpenAI's error shape (openairesponses writes it with
+// openaichat's writer); this holds the two equal.
 func TestErrorTypeMatchesChat(t *testing.T) {
 	chat := openaichat.New()
 	for status := 100; status < 600; status++ {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
+	"github.com/spillway-gw/spillway/internal/dialect/openaichat"
 	"github.com/spillway-gw/spillway/internal/failure"
 	"github.com/spillway-gw/spillway/internal/json/jsonwrite"
 )
@@ -328,45 +329,8 @@ func (d *Dialect) AppendResponse(dst []byte, m dialect.Meta, req *canonical.Requ
 	return append(dst, '}')
 }
 
-// errorType is the error object's type for a status: a stable family name
-// a caller can branch on, with the specific reason in code. It is the same
-// mapping as the openaichat dialect's (a test holds them equal): both speak
-// OpenAI's error shape.
-func errorType(status int) string {
-	switch status {
-	case 401:
-		return "authentication_error"
-	case 403:
-		return "permission_error"
-	case 404:
-		return "not_found_error"
-	case 409:
-		return "conflict_error"
-	case 429:
-		return "rate_limit_error"
-	case failure.StatusClientClosedRequest:
-		return "client_closed_request"
-	case 502, 503:
-		return "upstream_error"
-	case 504:
-		return "timeout_error"
-	}
-	if status >= 500 {
-		return "server_error"
-	}
-	return "invalid_request_error"
-}
-
 // AppendError appends {"error":{"message","type","param","code"}}, the
 // shape the Responses API shares with Chat Completions.
 func (*Dialect) AppendError(dst []byte, e *failure.Public) []byte {
-	dst = append(dst, `{"error":{"message":`...)
-	dst = jsonwrite.AppendString(dst, e.Message)
-	dst = append(dst, `,"type":"`...)
-	dst = append(dst, errorType(e.Status)...)
-	dst = append(dst, `","param":`...)
-	dst = jsonwrite.AppendStringOrNull(dst, e.Param)
-	dst = append(dst, `,"code":`...)
-	dst = jsonwrite.AppendStringOrNull(dst, e.Code)
-	return append(dst, "}}"...)
+	return openaichat.AppendError(dst, e)
 }
