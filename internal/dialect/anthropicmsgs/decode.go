@@ -364,49 +364,51 @@ func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 		return nil, p
 	}
 	var (
-		typ       []byte
-		hasType   bool
 		hasBudget bool
-		other     []byte
 		r         canonical.Reasoning
 	)
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
+	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) (bool, *failure.Public) {
+		var p *failure.Public
 		switch string(key) {
-		case "type":
-			hasType = true
-			typ, p = s.StrRaw(l.F("type"))
 		case "budget_tokens":
 			hasBudget = true
 			r.BudgetTokens, p = s.Int(l.F("budget_tokens"))
 		case "display":
-			var v []byte
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			if v, p = s.StrRaw(l.F("display")); p == nil {
-				switch string(v) {
-				case "summarized":
-					r.Show = true
-				case "omitted":
-					r.Hide = true
-				default:
-					p = words.Bad(l.F("display"), "Input should be 'summarized' or 'omitted'")
-				}
-			}
+			p = thinkingDisplay(s, l.F("display"), &r)
 		default:
-			if other == nil {
-				other = key
-			}
-			p = s.Skip()
+			return false, nil
 		}
-		return p
+		return true, p
+	}, func(typ []byte) *failure.Public {
+		return thinkingMode(l, typ, hasBudget, &r)
 	}); p != nil {
 		return nil, p
 	}
-	if !hasType {
-		return nil, words.Missing(l.F("type"))
+	if hasBudget && r.Mode != canonical.ReasoningBudget {
+		return nil, words.Unknown(l.F("budget_tokens"))
 	}
+	return &r, nil
+}
+
+// thinkingDisplay reads display (null is absent): summarized shows the
+// reasoning, omitted hides it.
+func thinkingDisplay(s *scanner, l path, r *canonical.Reasoning) *failure.Public {
+	switch v, given, p := s.OptStr(l); {
+	case p != nil || !given:
+		return p
+	case v == "summarized":
+		r.Show = true
+	case v == "omitted":
+		r.Hide = true
+	default:
+		return words.Bad(l, "Input should be 'summarized' or 'omitted'")
+	}
+	return nil
+}
+
+// thinkingMode sets r's mode from the thinking type typ at l, checking the
+// budget an enabled mode needs.
+func thinkingMode(l path, typ []byte, hasBudget bool, r *canonical.Reasoning) *failure.Public {
 	switch string(typ) {
 	case "disabled":
 		r.Mode = canonical.ReasoningOff
@@ -416,22 +418,16 @@ func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 		r.Mode = canonical.ReasoningBudget
 		switch {
 		case !hasBudget:
-			return nil, words.Missing(l.F("budget_tokens"))
+			return words.Missing(l.F("budget_tokens"))
 		case r.BudgetTokens < 1024:
-			return nil, words.Bad(l.F("budget_tokens"), "Input should be greater than or equal to 1024")
+			return words.Bad(l.F("budget_tokens"), "Input should be greater than or equal to 1024")
 		}
 	case "between_tools":
-		return nil, words.Unsupported(l.F("type"), "thinking only between tool calls is not available through every provider of a model; use 'enabled' or 'adaptive'")
+		return words.Unsupported(l.F("type"), "thinking only between tool calls is not available through every provider of a model; use 'enabled' or 'adaptive'")
 	default:
-		return nil, words.Bad(l.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'", typ)
+		return words.Bad(l.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'", typ)
 	}
-	if other != nil {
-		return nil, words.Unknown(l.F(string(other)))
-	}
-	if hasBudget && r.Mode != canonical.ReasoningBudget {
-		return nil, words.Unknown(l.F("budget_tokens"))
-	}
-	return &r, nil
+	return nil
 }
 
 // decodeOutputConfig reads output_config: effort (low, medium, high,

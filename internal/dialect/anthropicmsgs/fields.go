@@ -20,6 +20,7 @@ var words = fields.Wording{
 	Required:     "%[1]s: Field required",
 	Unrecognized: "%[1]s: Extra inputs are not permitted",
 	Refused:      "%[1]s: not supported by this gateway: %[2]s",
+	Pattern:      "%[1]s: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'",
 	NotObject:    "request body must be a JSON object, but got %[1]s instead",
 	Syntax:       "request body is not valid JSON: %[1]s at offset %[2]d",
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/spillway-gw/spillway/internal/canonical"
-	"github.com/spillway-gw/spillway/internal/dialect"
+	"github.com/spillway-gw/spillway/internal/dialect/fields"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -70,85 +70,61 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 
 // decodeTool reads one client tool. Server tools (a type other than
 // "custom") are refused: they run at Anthropic, so no other provider of
-// the model could honour them.
-func decodeTool(s *scanner, l path) (t canonical.Tool, _ *failure.Public) {
+// the model could honour them. Server tools have members of their own
+// (max_uses, ...), so an unknown member is judged once the type is known.
+func decodeTool(s *scanner, l path) (canonical.Tool, *failure.Public) {
 	var (
-		typ                []byte
-		hasName, hasSchema bool
-		unknown            []byte
-		refused            []byte
+		f       fields.Function
+		refused []byte
 	)
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
-		switch string(key) {
-		case "type":
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			typ, p = s.StrRaw(l.F("type"))
-		case "name":
-			hasName = true
-			t.Name, p = s.Str(l.F("name"))
-		case "description":
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			t.Description, p = s.Str(l.F("description"))
-		case "input_schema":
-			hasSchema = true
-			t.Parameters, p = readSchema(s, l.F("input_schema"))
-		case "strict":
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			t.Strict, p = s.Bool(l.F("strict"))
-		case "cache_control":
-			p = cacheControl(s, l.F("cache_control"))
-		case "eager_input_streaming":
-			// Only changes how finely arguments are streamed.
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			_, p = s.Bool(l.F("eager_input_streaming"))
-		case "defer_loading", "allowed_callers", "input_examples":
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			if refused == nil {
-				refused = key
-			}
-			p = s.Skip()
-		default:
-			// Server tools have members of their own (max_uses, ...): judge
-			// them once the type is known.
-			if unknown == nil {
-				unknown = key
-			}
-			p = s.Skip()
+	if p := s.Typed(l, fields.Deferred, func(key []byte) (bool, *failure.Public) {
+		return toolMember(s, l, key, &f, &refused)
+	}, func(typ []byte) *failure.Public {
+		if typ != nil && string(typ) != "custom" {
+			return words.Unsupported(l, "server tools such as '"+string(typ)+"' run at Anthropic and are not available through every provider of a model")
 		}
-		return p
+		return nil
 	}); p != nil {
-		return t, p
+		return canonical.Tool{}, p
 	}
-	switch {
-	case typ != nil && string(typ) != "custom":
-		return t, words.Unsupported(l, "server tools such as '"+string(typ)+"' run at Anthropic and are not available through every provider of a model")
-	case unknown != nil:
-		return t, words.Unknown(l.F(string(unknown)))
-	case refused != nil:
-		return t, words.Unsupported(l.F(string(refused)), "tool search and programmatic tool calling are not available through every provider of a model")
-	case !hasName:
-		return t, words.Missing(l.F("name"))
-	case !dialect.ValidToolName(t.Name):
-		return t, words.Bad(l.F("name"), "String should match pattern '^[a-zA-Z0-9_-]{1,64}$'")
-	case !hasSchema:
-		return t, words.Missing(l.F("input_schema"))
+	if refused != nil {
+		return canonical.Tool{}, words.Unsupported(l.F(string(refused)), "tool search and programmatic tool calling are not available through every provider of a model")
 	}
-	return t, nil
+	if p := f.CheckName(&words, l); p != nil {
+		return canonical.Tool{}, p
+	}
+	if !f.HasSchema {
+		return canonical.Tool{}, words.Missing(l.F("input_schema"))
+	}
+	return f.Tool(), nil
+}
+
+// toolMember reads a client tool's member key into f; refused keeps the
+// first member asking for a feature only Anthropic has.
+func toolMember(s *scanner, l path, key []byte, f *fields.Function, refused *[]byte) (bool, *failure.Public) {
+	var p *failure.Public
+	switch string(key) {
+	case "input_schema":
+		// Anthropic's schema must be an object schema (see readSchema).
+		f.HasSchema = true
+		f.Schema, p = readSchema(s, l.F("input_schema"))
+	case "cache_control":
+		p = cacheControl(s, l.F("cache_control"))
+	case "eager_input_streaming":
+		// Only changes how finely arguments are streamed.
+		_, _, p = s.MaybeBool(l.F("eager_input_streaming"))
+	case "defer_loading", "allowed_callers", "input_examples":
+		if isNull, np := s.Null(); isNull || np != nil {
+			return true, np
+		}
+		if *refused == nil {
+			*refused = key
+		}
+		p = s.Skip()
+	default:
+		return s.FunctionMember(l, key, "input_schema", f)
+	}
+	return true, p
 }
 
 // readSchema reads an input_schema, kept as raw JSON; its top-level type must
@@ -200,40 +176,40 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, *bool, *failure.Public
 		return nil, nil, p
 	}
 	var (
-		typ      []byte
-		hasType  bool
+		tc       *canonical.ToolChoice
 		name     string
 		hasName  bool
 		parallel *bool
 	)
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
+	if p := s.Typed(l, fields.TypeRequired, func(key []byte) (bool, *failure.Public) {
+		var p *failure.Public
 		switch string(key) {
-		case "type":
-			hasType = true
-			typ, p = s.StrRaw(l.F("type"))
 		case "name":
 			hasName = true
 			name, p = s.Str(l.F("name"))
 		case "disable_parallel_tool_use":
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			var off bool
-			if off, p = s.Bool(l.F("disable_parallel_tool_use")); p == nil {
+			var off, given bool
+			if off, given, p = s.MaybeBool(l.F("disable_parallel_tool_use")); given {
 				on := !off
 				parallel = &on
 			}
 		default:
-			p = words.Unknown(l.F(string(key)))
+			return false, nil
 		}
+		return true, p
+	}, func(typ []byte) *failure.Public {
+		var p *failure.Public
+		tc, p = toolChoice(l, typ, name, hasName, parallel != nil)
 		return p
 	}); p != nil {
 		return nil, nil, p
 	}
-	if !hasType {
-		return nil, nil, words.Missing(l.F("type"))
-	}
+	return tc, parallel, nil
+}
+
+// toolChoice is the choice at l of type typ; name and parallel are what
+// the other members gave.
+func toolChoice(l path, typ []byte, name string, hasName, parallel bool) (*canonical.ToolChoice, *failure.Public) {
 	var tc canonical.ToolChoice
 	switch string(typ) {
 	case "auto":
@@ -242,20 +218,20 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, *bool, *failure.Public
 		tc.Mode = canonical.ToolChoiceRequired
 	case "none":
 		tc.Mode = canonical.ToolChoiceNone
-		if parallel != nil {
-			return nil, nil, words.Unknown(l.F("disable_parallel_tool_use"))
+		if parallel {
+			return nil, words.Unknown(l.F("disable_parallel_tool_use"))
 		}
 	case "tool":
 		if !hasName {
-			return nil, nil, words.Missing(l.F("name"))
+			return nil, words.Missing(l.F("name"))
 		}
 		tc.Mode, tc.Name = canonical.ToolChoiceTool, name
-		return &tc, parallel, nil
+		return &tc, nil
 	default:
-		return nil, nil, words.Bad(l.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'auto', 'any', 'tool', 'none'", typ)
+		return nil, words.Bad(l.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'auto', 'any', 'tool', 'none'", typ)
 	}
 	if hasName {
-		return nil, nil, words.Unknown(l.F("name"))
+		return nil, words.Unknown(l.F("name"))
 	}
-	return &tc, parallel, nil
+	return &tc, nil
 }

@@ -37,6 +37,9 @@ type Wording struct {
 	Required, Unrecognized string
 	// Refused: a real feature the gateway refuses. %[1]s path, %[2]s why.
 	Refused string
+	// Pattern: a tool or format name providers refuse (see BadName).
+	// %[1]s path.
+	Pattern string
 	// NotObject: a body that is not a JSON object. %[1]s the kind given.
 	NotObject string
 	// Syntax: a body that is not JSON. %[1]s what is wrong, %[2]d offset.
@@ -292,14 +295,21 @@ func (r *Reader) Bool(p Path) (bool, *failure.Public) {
 
 // OptBool reads a boolean or null (nil).
 func (r *Reader) OptBool(p Path) (*bool, *failure.Public) {
-	if isNull, e := r.Null(); isNull || e != nil {
-		return nil, e
-	}
-	b, e := r.Bool(p)
-	if e != nil {
+	b, given, e := r.MaybeBool(p)
+	if !given || e != nil {
 		return nil, e
 	}
 	return &b, nil
+}
+
+// MaybeBool reads a boolean or null; given reports a non-null value. It is
+// OptBool without the pointer, which costs an allocation.
+func (r *Reader) MaybeBool(p Path) (v, given bool, _ *failure.Public) {
+	if isNull, e := r.Null(); isNull || e != nil {
+		return false, false, e
+	}
+	v, e := r.Bool(p)
+	return v, e == nil, e
 }
 
 // Int reads an integer; values beyond the int32 range are clamped to it.

@@ -18,37 +18,46 @@ var OpenAI = Wording{
 	Required:     "Missing required parameter: '%[1]s'.",
 	Unrecognized: "Unrecognized parameter: '%[1]s'.",
 	Refused:      "'%[1]s' is not supported by this gateway: %[2]s.",
+	Pattern:      "Invalid '%[1]s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.",
 	NotObject:    "request body must be a JSON object, but got %[1]s instead",
 	Syntax:       "request body is not valid JSON: %[1]s at offset %[2]d",
 }
 
-// ToolChoiceMode reads the forms of an OpenAI tool_choice that are not an
-// object: null (nil) or a mode string, "none", "auto" or "required"
-// (badMode words any other string). object reports an object next, left
-// for the dialect to read.
-func (r *Reader) ToolChoiceMode(p Path, badMode func(v []byte) *failure.Public) (tc *canonical.ToolChoice, object bool, _ *failure.Public) {
+// ToolChoice reads an OpenAI tool_choice: null (nil), a mode string
+// ("none", "auto" or "required"), or an object naming one function, the
+// form in which the dialects differ. form is how the dialect writes that
+// object in the error for any other string; named reads it at p and
+// returns the function's name and where the name was given. at is that
+// place (tool_choice for a mode), for the check against the tools
+// declared, which can only come once every field is read.
+func (r *Reader) ToolChoice(form string, named func(p Path) (string, Path, *failure.Public)) (tc *canonical.ToolChoice, at Path, _ *failure.Public) {
+	p := r.w.Field("tool_choice")
 	switch r.Peek() {
 	case 'n':
-		return nil, false, r.Literal("null")
+		return nil, p, r.Literal("null")
 	case '{':
-		return nil, true, nil
+		name, at, e := named(p)
+		if e != nil {
+			return nil, p, e
+		}
+		return &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: name}, at, nil
 	case '"':
 	default:
-		return nil, false, r.TypeErr(p, "a string or an object")
+		return nil, p, r.TypeErr(p, "a string or an object")
 	}
 	v, e := r.StrRaw(p)
 	if e != nil {
-		return nil, false, e
+		return nil, p, e
 	}
 	switch string(v) {
 	case "none":
-		return &canonical.ToolChoice{Mode: canonical.ToolChoiceNone}, false, nil
+		return &canonical.ToolChoice{Mode: canonical.ToolChoiceNone}, p, nil
 	case "auto":
-		return &canonical.ToolChoice{Mode: canonical.ToolChoiceAuto}, false, nil
+		return &canonical.ToolChoice{Mode: canonical.ToolChoiceAuto}, p, nil
 	case "required":
-		return &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, false, nil
+		return &canonical.ToolChoice{Mode: canonical.ToolChoiceRequired}, p, nil
 	}
-	return nil, false, badMode(v)
+	return nil, p, r.w.Bad(p, "Invalid value for 'tool_choice': '%s'. Supported values are: 'none', 'auto', 'required' or %s.", v, form)
 }
 
 // Model reads OpenAI's model: a string that is not empty.

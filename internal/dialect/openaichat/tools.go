@@ -3,6 +3,7 @@ package openaichat
 import (
 	"github.com/spillway-gw/spillway/internal/canonical"
 	"github.com/spillway-gw/spillway/internal/dialect"
+	"github.com/spillway-gw/spillway/internal/dialect/fields"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
 
@@ -22,7 +23,9 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 
 func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 	var hasType, hasFn bool
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
+	fl := l.F("function")
+	if p := s.Fields(l, func(key []byte) (bool, *failure.Public) {
+		var p *failure.Public
 		switch string(key) {
 		case "type":
 			hasType = true
@@ -32,11 +35,15 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 			}
 		case "function":
 			hasFn = true
-			t, p = decodeFunction(s, l.F("function"))
+			var f fields.Function
+			if f, p = readFunction(s, fl, "parameters"); p == nil && !f.HasName {
+				p = words.Missing(fl.F("name"))
+			}
+			t = f.Tool()
 		default:
-			p = words.Unknown(l.F(string(key)))
+			return false, nil
 		}
-		return p
+		return true, p
 	}); p != nil {
 		return t, p
 	}
@@ -44,139 +51,104 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 	case !hasType:
 		return t, words.Missing(l.F("type"))
 	case !hasFn:
-		return t, words.Missing(l.F("function"))
+		return t, words.Missing(fl)
 	}
 	return t, nil
 }
 
-func decodeFunction(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
-	hasName := false
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
-		switch string(key) {
-		case "name":
-			hasName = true
-			if t.Name, p = s.Str(l.F("name")); p == nil && !dialect.ValidToolName(t.Name) {
-				p = words.Bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
-			}
-		case "description":
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			t.Description, p = s.Str(l.F("description"))
-		case "parameters":
-			t.Parameters, p = s.Schema(l.F("parameters"))
-		case "strict":
-			var b *bool
-			if b, p = s.OptBool(l.F("strict")); b != nil {
-				t.Strict = *b
-			}
-		default:
-			p = words.Unknown(l.F(string(key)))
+// readFunction reads a tool's function or a format's json_schema, whose
+// schema is named schemaKey. Chat Completions judges a name as it is read,
+// before the members after it.
+func readFunction(s *scanner, l loc, schemaKey string) (f fields.Function, _ *failure.Public) {
+	p := s.Fields(l, func(key []byte) (bool, *failure.Public) {
+		known, p := s.FunctionMember(l, key, schemaKey, &f)
+		if p == nil && string(key) == "name" && !dialect.ValidToolName(f.Name) {
+			p = words.BadName(l.F("name"))
 		}
-		return p
-	}); p != nil {
-		return t, p
-	}
-	if !hasName {
-		return t, words.Missing(l.F("name"))
-	}
-	return t, nil
+		return known, p
+	})
+	return f, p
 }
 
 // decodeToolChoice returns the choice and where a function name was given
 // (checked against tools once all fields are read).
 func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) {
-	l := words.Field("tool_choice")
-	tc, object, p := s.ToolChoiceMode(l, func(v []byte) *failure.Public {
-		return words.Bad(l, "Invalid value for 'tool_choice': '%s'. Supported values are: 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": \"...\"}}.", v)
+	return s.ToolChoice(`{"type": "function", "function": {"name": "..."}}`, func(l loc) (string, loc, *failure.Public) {
+		return namedChoice(s, l)
 	})
-	if !object || p != nil {
-		return tc, l, p
-	}
+}
+
+// namedChoice reads {"type": "function", "function": {"name": ...}} at l.
+func namedChoice(s *scanner, l loc) (string, loc, *failure.Public) {
 	var (
-		typ       []byte
-		name      string
-		hasType   bool
-		hasName   bool
+		f         fields.Function
 		hasFn     bool
 		otherKeys string
 	)
 	fl := l.F("function")
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
+	if p := s.Typed(l, fields.TypeRequired, func(key []byte) (bool, *failure.Public) {
 		switch string(key) {
-		case "type":
-			hasType = true
-			typ, p = s.StrRaw(l.F("type"))
 		case "function":
 			hasFn = true
-			p = s.Members(fl, func(k []byte) *failure.Public {
-				if string(k) != "name" {
-					return words.Unknown(fl.F(string(k)))
-				}
-				hasName = true
-				var p *failure.Public
-				name, p = s.Str(fl.F("name"))
-				return p
-			})
+			return true, s.Fields(fl, func(k []byte) (bool, *failure.Public) { return s.NameMember(fl, k, &f) })
 		case "custom", "allowed_tools", "name":
 			// Members of tool_choice forms this gateway does not support;
-			// the type check below names the form.
+			// the type check names the form, and the last one is reported.
 			otherKeys = string(key)
-			p = s.Skip()
-		default:
-			p = words.Unknown(l.F(string(key)))
+			return true, s.Skip()
 		}
-		return p
+		return false, nil
+	}, func(typ []byte) *failure.Public {
+		if string(typ) != "function" {
+			return words.Bad(l.F("type"), "Invalid value for 'tool_choice.type': '%s'. Only {\"type\": \"function\", \"function\": {\"name\": \"...\"}} is supported by this gateway.", typ)
+		}
+		return nil
 	}); p != nil {
-		return nil, l, p
+		return "", l, p
 	}
 	switch {
-	case !hasType:
-		return nil, l, words.Missing(l.F("type"))
-	case string(typ) != "function":
-		return nil, l, words.Bad(l.F("type"), "Invalid value for 'tool_choice.type': '%s'. Only {\"type\": \"function\", \"function\": {\"name\": \"...\"}} is supported by this gateway.", typ)
 	case otherKeys != "":
-		return nil, l, words.Unknown(l.F(otherKeys))
+		return "", l, words.Unknown(l.F(otherKeys))
 	case !hasFn:
-		return nil, l, words.Missing(fl)
-	case !hasName:
-		return nil, l, words.Missing(fl.F("name"))
+		return "", l, words.Missing(fl)
+	case !f.HasName:
+		return "", l, words.Missing(fl.F("name"))
 	}
-	return &canonical.ToolChoice{Mode: canonical.ToolChoiceTool, Name: name}, fl.F("name"), nil
+	return f.Name, fl.F("name"), nil
 }
 
-func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Public) {
+func decodeResponseFormat(s *scanner) (rf *canonical.ResponseFormat, _ *failure.Public) {
 	l := words.Field("response_format")
 	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
 	var (
-		typ       []byte
-		hasType   bool
+		f         fields.Function
 		hasSchema bool
-		rf        canonical.ResponseFormat
-		hasName   bool
 	)
 	sl := l.F("json_schema")
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
-		switch string(key) {
-		case "type":
-			hasType = true
-			typ, p = s.StrRaw(l.F("type"))
-		case "json_schema":
-			hasSchema = true
-			hasName, p = decodeJSONSchema(s, sl, &rf)
-		default:
-			p = words.Unknown(l.F(string(key)))
+	p := s.Typed(l, fields.TypeRequired, func(key []byte) (bool, *failure.Public) {
+		if string(key) != "json_schema" {
+			return false, nil
 		}
+		hasSchema = true
+		var p *failure.Public
+		f, p = readFunction(s, sl, "schema")
+		return true, p
+	}, func(typ []byte) *failure.Public {
+		var p *failure.Public
+		rf, p = responseFormat(typ, hasSchema, &f, sl)
 		return p
-	}); p != nil {
+	})
+	if p != nil {
 		return nil, p
 	}
-	if !hasType {
-		return nil, words.Missing(l.F("type"))
-	}
+	return rf, nil
+}
+
+// responseFormat is the format of type typ; sl is where its json_schema
+// is (read into f when given).
+func responseFormat(typ []byte, hasSchema bool, f *fields.Function, sl loc) (*canonical.ResponseFormat, *failure.Public) {
 	switch string(typ) {
 	case "text", "json_object":
 		if hasSchema {
@@ -190,44 +162,10 @@ func decodeResponseFormat(s *scanner) (*canonical.ResponseFormat, *failure.Publi
 		switch {
 		case !hasSchema:
 			return nil, words.Missing(sl)
-		case !hasName:
+		case !f.HasName:
 			return nil, words.Missing(sl.F("name"))
 		}
-		rf.Type = canonical.FormatJSONSchema
-		return &rf, nil
+		return f.Format(), nil
 	}
-	return nil, words.Bad(l.F("type"), "Invalid value for 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", typ)
-}
-
-func decodeJSONSchema(s *scanner, l loc, rf *canonical.ResponseFormat) (hasName bool, _ *failure.Public) {
-	if p := s.Object(l); p != nil {
-		return false, p
-	}
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil || !ok {
-			return hasName, p
-		}
-		switch string(key) {
-		case "name":
-			hasName = true
-			if rf.Name, p = s.Str(l.F("name")); p == nil && !dialect.ValidToolName(rf.Name) {
-				p = words.Bad(l.F("name"), "Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", l.F("name"))
-			}
-		case "description":
-			_, _, p = s.OptStr(l.F("description"))
-		case "schema":
-			rf.Schema, p = s.Schema(l.F("schema"))
-		case "strict":
-			var b *bool
-			if b, p = s.OptBool(l.F("strict")); b != nil {
-				rf.Strict = *b
-			}
-		default:
-			p = words.Unknown(l.F(string(key)))
-		}
-		if p != nil {
-			return hasName, p
-		}
-	}
+	return nil, words.Bad(words.Field("response_format").F("type"), "Invalid value for 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", typ)
 }
