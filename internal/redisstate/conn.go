@@ -81,6 +81,8 @@ type Client struct {
 	onUp     []func(context.Context)
 	ps       *redis.PubSub // the live subscription, closed by Close
 	pending  []queued      // durable writes waiting for Redis to return
+
+	idem atomic.Pointer[idemShared] // set by ShareIdempotency (nil: not shared)
 }
 
 type queued struct {
@@ -246,6 +248,12 @@ func isReply(err error) bool {
 func (c *Client) down(op string, err error) {
 	c.errs.Add(1)
 	if c.up.CompareAndSwap(true, false) {
+		if sh := c.idem.Load(); sh != nil {
+			// Waiters for keys in flight elsewhere look again now: their
+			// claim fails at once (refused, or local by policy) rather
+			// than after their poll.
+			sh.wakeAll()
+		}
 		c.o.Log.Warn("shared state: redis unreachable; each replica uses its own state (health local, budgets per shared_state.budgets_when_down, keyed requests per shared_state.idempotency_when_down) until it answers",
 			"op", op, "err", err)
 	}

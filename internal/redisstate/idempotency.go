@@ -104,6 +104,7 @@ var _ idempotency.Shared = (*idemShared)(nil)
 // ShareIdempotency extends st across every replica on this Redis.
 func (c *Client) ShareIdempotency(st *idempotency.Store) {
 	sh := &idemShared{c: c, waiters: map[string][]chan struct{}{}}
+	c.idem.Store(sh)
 	c.handle("idem", sh.decided)
 	st.SetShared(sh)
 }
@@ -157,8 +158,8 @@ func resAt(res []any, i int) any {
 	return nil
 }
 
-// Wait implements idempotency.Shared: woken by the owner's message, or
-// after waitPoll at most.
+// Wait implements idempotency.Shared: woken by the owner's message, when
+// Redis is marked down, or after waitPoll at most.
 func (s *idemShared) Wait(ctx context.Context, tenant, key string) error {
 	k := s.key(tenant, key)
 	ch := make(chan struct{})
@@ -177,6 +178,18 @@ func (s *idemShared) Wait(ctx context.Context, tenant, key string) error {
 	return nil
 }
 
+// waiting counts the requests waiting on this replica for keys in flight
+// elsewhere (tests).
+func (s *idemShared) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ws := range s.waiters {
+		n += len(ws)
+	}
+	return n
+}
+
 func (s *idemShared) drop(k string, ch chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,6 +204,20 @@ func (s *idemShared) drop(k string, ch chan struct{}) {
 		delete(s.waiters, k)
 	} else {
 		s.waiters[k] = ws
+	}
+}
+
+// wakeAll wakes every waiter, for Redis marked down: none would hear a
+// decision now.
+func (s *idemShared) wakeAll() {
+	s.mu.Lock()
+	ws := s.waiters
+	s.waiters = map[string][]chan struct{}{}
+	s.mu.Unlock()
+	for _, chs := range ws {
+		for _, w := range chs {
+			close(w)
+		}
 	}
 }
 

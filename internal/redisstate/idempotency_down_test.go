@@ -1,0 +1,114 @@
+package redisstate
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spillway-gw/spillway/internal/idempotency"
+)
+
+// A request on B waiting for a key in flight on A is bounded when B loses
+// Redis mid-wait: its poll ends, the claim fails, and it is refused
+// (idempotency_unavailable) instead of waiting on a Redis it cannot reach
+// or running the request a second time.
+func TestIdempotencyRedisGoneMidWait(t *testing.T) {
+	url := redisURL(t)
+	p, purl := newProxy(t, url)
+	prefix := testPrefix()
+	a := open(t, url, prefix, nil)
+	b := open(t, purl, prefix, func(o *Options) { o.Timeout = 50 * time.Millisecond })
+	st := sharedStores(t, a, b)
+	h := [32]byte{7}
+	own, err := st[0].Begin(context.Background(), "tenant", "mid", h)
+	if err != nil || own.Owner == nil {
+		t.Fatalf("A: %+v %v", own, err)
+	}
+	defer own.Owner.Release()
+	got := make(chan idempotency.Claim, 1)
+	go func() {
+		c, err := st[1].Begin(context.Background(), "tenant", "mid", h) // no deadline of its own
+		if err != nil {
+			t.Error(err)
+		}
+		got <- c
+	}()
+	waitFor(t, 5*time.Second, "B waits for A", func() bool { return b.idem.Load().waiting() == 1 })
+	p.Cut(true)
+	cut := time.Now()
+	select {
+	case c := <-got:
+		if c.Refused != idempotency.RefusedUnavailable {
+			t.Fatalf("B after losing Redis mid-wait: %+v, want %s", c, idempotency.RefusedUnavailable)
+		}
+		t.Logf("B refused %s after losing Redis mid-wait (bound: one timeout once B marks Redis down, one poll of %s otherwise)", time.Since(cut), waitPoll)
+	case <-time.After(10 * time.Second):
+		t.Fatal("B still waiting 10s after it lost Redis")
+	}
+	if st[1].Stats().InFlight != 0 {
+		t.Error("B kept the key in flight")
+	}
+}
+
+// The owner's decision cannot be written (A lost Redis after its claim): it
+// is kept and written when A reaches Redis again, and meanwhile a retry on
+// B waits rather than runs, then replays A's answer. Where Redis lost the
+// claim meanwhile (restarted empty), the decision is written all the same,
+// so a retry after it replays instead of running again.
+func TestIdempotencyFinishThroughOutage(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(map[bool]string{false: "claim kept", true: "claim lost"}[lost], func(t *testing.T) {
+			url := redisURL(t)
+			p, purl := newProxy(t, url)
+			prefix := testPrefix()
+			a := open(t, purl, prefix, nil)
+			b := open(t, url, prefix, nil)
+			st := sharedStores(t, a, b)
+			waitSubscribed(t, b)
+			ctx := context.Background()
+			h := [32]byte{8}
+			own, err := st[0].Begin(ctx, "tenant", "fin", h)
+			if err != nil || own.Owner == nil {
+				t.Fatalf("A: %+v %v", own, err)
+			}
+			p.Cut(true)
+			want := streamRec()
+			own.Owner.Complete(want) // the decision cannot reach Redis now
+			waitFor(t, 5*time.Second, "A marks Redis down", func() bool { return !a.Up() })
+			o, _ := redis.ParseURL(url)
+			raw := redis.NewClient(o)
+			defer raw.Close()
+			k := a.idem.Load().key("tenant", "fin")
+			if lost {
+				if err := raw.Del(ctx, k).Err(); err != nil {
+					t.Fatal(err)
+				}
+				p.Cut(false)
+				waitFor(t, 5*time.Second, "A's decision written", func() bool { return raw.HGet(ctx, k, "s").Val() == "completed" })
+			}
+			got := make(chan idempotency.Claim, 1)
+			go func() {
+				c, err := st[1].Begin(ctx, "tenant", "fin", h)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- c
+			}()
+			if !lost {
+				waitFor(t, 5*time.Second, "B waits for A's decision", func() bool { return b.idem.Load().waiting() == 1 })
+				p.Cut(false)
+			}
+			select {
+			case c := <-got:
+				if c.Replay == nil || !reflect.DeepEqual(c.Replay.Chunks, want.Chunks) {
+					t.Fatalf("B: %+v, want A's answer replayed", c)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("B still waiting 10s after A reached Redis again")
+			}
+		})
+	}
+}
