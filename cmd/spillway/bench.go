@@ -75,6 +75,12 @@ How to read it:
                terminator checked); go,wrk measures every cell with both,
                interleaved, and prints both sets of ratios. wrk measures
                no time to first byte, and its load us/req is wrk's own.
+  --together   bare and spillway are loaded at the same time, each with
+               the cell's clients (direct still alone): machine drift then
+               moves both alike, and the CPU ratio holds within a few
+               percent where cells measured one after the other move by a
+               tenth or more. Throughput and first byte are not compared
+               (the two share the cores).
   --slow-streams N   instead of the table: N streams held open through
                bare and spillway while the mock sends one event a second;
                resident memory in flight minus idle, per stream (target
@@ -139,6 +145,8 @@ type benchConfig struct {
 	jsonPath         string
 	exe              string
 	rounds           int
+	// together loads bare and spillway at once (see pair).
+	together bool
 }
 
 // runBench runs `spillway bench`, or with args[0] == "bench-proxy" the
@@ -179,6 +187,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.StringVar(&c.jsonPath, "json", "", "also write every figure to this JSON file")
 	fs.StringVar(&c.exe, "exe", "", "binary to run as mock, proxy and gateway (default: this one)")
 	fs.IntVar(&c.rounds, "rounds", 1, "measure every cell this many times, paths interleaved, and report each ratio's median over the rounds (a shared machine's drift moves single runs)")
+	fs.BoolVar(&c.together, "together", false, "load bare and spillway at the same time, each with the cell's clients, so drift on a shared machine moves both alike: CPU per request is compared, throughput is not (they share the cores)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchUsage)
 		fs.PrintDefaults()
@@ -222,6 +231,10 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 		return nil, usageErrorf("--driver wrk applies to the table, not to --slow-streams")
 	case c.rate > 0 && slices.Contains(c.drivers, "wrk"):
 		return nil, usageErrorf("--driver wrk runs a closed loop: it does not take --rate")
+	case c.together && c.slow > 0:
+		return nil, usageErrorf("--together applies to the table, not to --slow-streams")
+	case c.together && !(slices.Contains(c.paths, "bare") && slices.Contains(c.paths, "spillway")):
+		return nil, usageErrorf("--together compares bare and spillway: --paths must name both")
 	}
 	if c.exe == "" {
 		if c.exe, err = os.Executable(); err != nil {
@@ -335,8 +348,14 @@ type benchCell struct {
 	Round       int    `json:"round"`
 	// SameAs names the mode whose measurement this is ("stream" for a
 	// translated cell of a path that does not translate).
-	SameAs string          `json:"same_as,omitempty"`
-	Load   *loadgen.Result `json:"load"`
+	SameAs string `json:"same_as,omitempty"`
+	// Together: measured at the same time as the other proxy's cell
+	// (--together); its throughput shares the cores with that one.
+	Together bool `json:"together,omitempty"`
+	// From and To are when the window's samples were taken.
+	From time.Time       `json:"window_from"`
+	To   time.Time       `json:"window_to"`
+	Load *loadgen.Result `json:"load"`
 	// Wrk is wrk's own report of the window (driver wrk): bench.lua's
 	// counts and its text report's requests/sec and --latency
 	// distribution, to check Load against.
@@ -615,36 +634,51 @@ func (b *bencher) matrix(ctx context.Context, round int) ([]*benchCell, error) {
 	total := 0
 	for _, m := range b.cfg.modes {
 		for _, p := range b.cfg.paths {
-			if !reuses(p, m, b.cfg.modes) {
+			if !reuses(p, m, b.cfg) {
 				total += len(b.cfg.concurrency) * len(b.cfg.drivers)
 			}
 		}
 	}
 	n := 0
+	progress := func(c *benchCell) {
+		n++
+		c.Round = round
+		prefix := ""
+		if b.cfg.rounds > 1 {
+			prefix = fmt.Sprintf("round %d/%d ", round, b.cfg.rounds)
+		}
+		fmt.Fprintf(b.stderr, "%s[%d/%d] %-3s %-8s %-10s c=%-4d %8.0f rps  ok %d cut %d errors %d  proxy %.0f µs/req\n",
+			prefix, n, total, c.Driver, c.Path, c.Mode, c.Concurrency, c.Load.RPS, c.Load.OK, c.Load.Cut, c.Load.Failed()-c.Load.Cut, c.ProxyCPU)
+		cells = append(cells, c)
+	}
 	for _, m := range b.cfg.modes {
 		for _, conc := range b.cfg.concurrency {
 			for _, d := range b.cfg.drivers {
 				for _, p := range b.cfg.paths {
-					if reuses(p, m, b.cfg.modes) {
+					if b.cfg.together && p != "direct" {
+						continue // below, as a pair
+					}
+					if reuses(p, m, b.cfg) {
 						src := findCell(cells, d, p, "stream", conc)
 						cp := *src
 						cp.Mode, cp.SameAs = m, "stream"
 						cells = append(cells, &cp)
 						continue
 					}
-					n++
 					c, err := b.cell(ctx, d, p, m, conc)
 					if err != nil {
 						return nil, err
 					}
-					c.Round = round
-					prefix := ""
-					if b.cfg.rounds > 1 {
-						prefix = fmt.Sprintf("round %d/%d ", round, b.cfg.rounds)
+					progress(c)
+				}
+				if b.cfg.together {
+					pair, err := b.pair(ctx, d, m, conc)
+					if err != nil {
+						return nil, err
 					}
-					fmt.Fprintf(b.stderr, "%s[%d/%d] %-3s %-8s %-10s c=%-4d %8.0f rps  ok %d cut %d errors %d  proxy %.0f µs/req\n",
-						prefix, n, total, d, p, m, conc, c.Load.RPS, c.Load.OK, c.Load.Cut, c.Load.Failed()-c.Load.Cut, c.ProxyCPU)
-					cells = append(cells, c)
+					for _, c := range pair {
+						progress(c)
+					}
 				}
 			}
 		}
@@ -652,10 +686,43 @@ func (b *bencher) matrix(ctx context.Context, round int) ([]*benchCell, error) {
 	return cells, nil
 }
 
+// pair measures bare and spillway at the same time, each loaded with conc
+// clients by its own driver instance, their windows started together. On a
+// shared machine, load from elsewhere then moves both alike, and their CPU
+// per request compares far more steadily than in cells measured one after
+// the other. Throughput, the mock's and the load generator's CPU are shared
+// by the two and so not reported per cell.
+func (b *bencher) pair(ctx context.Context, driver, mode string, conc int) ([]*benchCell, error) {
+	if err := b.mockControl(ctx, http.MethodPost, "/_mock/reset", ""); err != nil {
+		return nil, err
+	}
+	paths := []string{"bare", "spillway"}
+	out := make([]*benchCell, len(paths))
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Go(func() { out[i], errs[i] = b.measure(ctx, driver, p, mode, conc) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, c := range out {
+		c.Together = true
+		c.MockCPU, c.LoadCPU = 0, 0
+	}
+	return out, nil
+}
+
 // reuses reports whether a path's translated cell is its stream cell: only
 // spillway translates, and the stream cell exists when stream is measured.
-func reuses(path, mode string, modes []string) bool {
-	return mode == "translated" && path != "spillway" && slices.Contains(modes, "stream")
+// With --together, bare is measured again beside spillway's translated
+// streams (a cell from another window would defeat the pairing).
+func reuses(path, mode string, cfg *benchConfig) bool {
+	if cfg.together && path == "bare" {
+		return false
+	}
+	return mode == "translated" && path != "spillway" && slices.Contains(cfg.modes, "stream")
 }
 
 func findCell(cells []*benchCell, driver, path, mode string, conc int) *benchCell {
@@ -674,6 +741,12 @@ func (b *bencher) cell(ctx context.Context, driver, path, mode string, conc int)
 	if err := b.mockControl(ctx, http.MethodPost, "/_mock/reset", ""); err != nil {
 		return nil, err
 	}
+	return b.measure(ctx, driver, path, mode, conc)
+}
+
+// measure loads one path with one driver and samples the processes around
+// the window.
+func (b *bencher) measure(ctx context.Context, driver, path, mode string, conc int) (*benchCell, error) {
 	proxy := map[string]*child{"bare": b.bare, "spillway": b.gw}[path]
 	procs := []*child{b.mock}
 	if proxy != nil {
@@ -681,7 +754,13 @@ func (b *bencher) cell(ctx context.Context, driver, path, mode string, conc int)
 	}
 	var before, after []loadgen.ProcSample
 	var sampleErr error
+	var from, to time.Time
 	sample := func() []loadgen.ProcSample {
+		if from.IsZero() {
+			from = time.Now()
+		} else {
+			to = time.Now()
+		}
 		out := make([]loadgen.ProcSample, len(procs)+1)
 		for i, p := range procs {
 			s, err := loadgen.ReadProc(p.cmd.Process.Pid, b.hz)
@@ -718,7 +797,7 @@ func (b *bencher) cell(ctx context.Context, driver, path, mode string, conc int)
 	if sampleErr != nil {
 		return nil, fmt.Errorf("%w\n%s", sampleErr, b.tails())
 	}
-	c := &benchCell{Driver: driver, Path: path, Mode: mode, Concurrency: conc, Load: res, Wrk: wrkRep}
+	c := &benchCell{Driver: driver, Path: path, Mode: mode, Concurrency: conc, Load: res, Wrk: wrkRep, From: from, To: to}
 	if before == nil || after == nil {
 		return c, nil
 	}
@@ -821,12 +900,14 @@ func ratioOf(cells []*benchCell, drv, m string, conc int) *benchRatio {
 	bare := findCell(cells, drv, "bare", m, conc)
 	if bare != nil {
 		r.CPU = ratio(gw.ProxyCPU, bare.ProxyCPU)
-		r.RPS = ratio(gw.Load.RPS, bare.Load.RPS)
 		r.RSS = ratio(float64(gw.ProxyRSS), float64(bare.ProxyRSS))
+		if !gw.Together {
+			r.RPS = ratio(gw.Load.RPS, bare.Load.RPS)
+		}
 	}
 	direct := findCell(cells, drv, "direct", m, conc)
-	if direct == nil {
-		return r
+	if direct == nil || gw.Together {
+		return r // direct ran alone: its throughput and first byte compare with neither
 	}
 	r.RPSDirect = ratio(gw.Load.RPS, direct.Load.RPS)
 	if d := direct.Load.TTFB; d != nil && gw.Load.TTFB != nil {
@@ -954,6 +1035,9 @@ func printRatios(w io.Writer, rs []*benchRatio) error {
 	title := "spillway/bare (CPU per request, throughput) and first-byte overhead over direct (ms):"
 	if len(rs[0].CPURounds) > 1 {
 		title = fmt.Sprintf("medians over %d rounds of spillway/bare (CPU per request, throughput) and first-byte overhead over direct (ms):", len(rs[0].CPURounds))
+	}
+	if rs[0].RPS == 0 && rs[0].CPU > 0 {
+		title += "\n(bare and spillway loaded together: CPU per request compares, throughput and first byte do not)"
 	}
 	fmt.Fprintln(w, "\n"+title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -45,6 +45,8 @@ func TestParseBenchFlagsRefuses(t *testing.T) {
 		{"--driver", ""},
 		{"--driver", "wrk", "--slow-streams", "10"},
 		{"--driver", "go,wrk", "--rate", "100"},
+		{"--together", "--slow-streams", "10"},
+		{"--together", "--paths", "direct,spillway"},
 		{"extra"},
 	}
 	for _, args := range tests {
@@ -162,20 +164,8 @@ func TestRunBenchTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs three processes under load")
 	}
-	bin := buildSpillway(t)
-	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	err := runBench(ctx, []string{"bench", "--exe", bin, "--duration", "300ms", "--warmup", "100ms", "--concurrency", "4",
-		"--modes", "plain,stream,translated", "--rounds", "2", "--json", jsonPath}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if pids := processesOf(t, bin); len(pids) > 0 {
-		t.Errorf("processes left running: %v", pids)
-	}
-	out := stdout.String()
+	out, rep := benchRun(t, "--duration", "300ms", "--warmup", "100ms", "--concurrency", "4",
+		"--modes", "plain,stream,translated", "--rounds", "2")
 	for _, want := range []string{
 		"r1 direct plain", "r2 bare plain", "spillway plain", "direct stream", "bare stream", "spillway stream",
 		"r2 direct translated (=stream)", "bare translated (=stream)", "spillway translated",
@@ -195,14 +185,6 @@ func TestRunBenchTiny(t *testing.T) {
 		if !found {
 			t.Errorf("no ratio row for %s:\n%s", mode, out)
 		}
-	}
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
 	}
 	if len(rep.Cells) != 18 || len(rep.Ratios) != 3 || rep.ClockTicks <= 0 || rep.Rounds != 2 {
 		t.Fatalf("report: %d cells, %d ratios, clock ticks %d", len(rep.Cells), len(rep.Ratios), rep.ClockTicks)
@@ -368,4 +350,84 @@ func TestMedianRatios(t *testing.T) {
 			t.Errorf("median(%v) = %v, want %v (input now %v)", tt.in, got, tt.want, in)
 		}
 	}
+}
+
+// TestRunBenchTogether: with --together, bare and spillway are loaded in
+// the same window (direct alone), bare is measured again beside spillway's
+// translated streams, and only what the pairing makes comparable is
+// reported: CPU and memory ratios, no throughput or first-byte ratio.
+func TestRunBenchTogether(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes under load")
+	}
+	out, rep := benchRun(t, "--together", "--duration", "600ms", "--warmup", "100ms",
+		"--concurrency", "4", "--modes", "stream,translated")
+	if !strings.Contains(out, "loaded together") || !strings.Contains(out, "bare translated ") ||
+		strings.Contains(out, "bare translated (=stream)") {
+		t.Errorf("the table does not say the paths ran together, or reuses bare's stream cell:\n%s", out)
+	}
+	// direct stream, its translated copy, and a bare+spillway pair per mode.
+	if len(rep.Cells) != 6 || len(rep.Ratios) != 2 {
+		t.Fatalf("report: %d cells, %d ratios", len(rep.Cells), len(rep.Ratios))
+	}
+	for _, m := range []string{"stream", "translated"} {
+		bare, gw := findCell(rep.Cells, "go", "bare", m, 4), findCell(rep.Cells, "go", "spillway", m, 4)
+		if bare == nil || gw == nil || !bare.Together || !gw.Together || bare.SameAs != "" {
+			t.Fatalf("%s: bare %+v, spillway %+v", m, bare, gw)
+		}
+		for _, c := range []*benchCell{bare, gw} {
+			if c.Load.OK == 0 || c.Load.Failed() != 0 || c.MockCPU != 0 || c.LoadCPU != 0 {
+				t.Errorf("%s %s: %+v, mock cpu %v, load cpu %v", m, c.Path, c.Load, c.MockCPU, c.LoadCPU)
+			}
+		}
+		// Each window is 600 ms after a shared warm-up: started together,
+		// they overlap by most of their length.
+		end, start := bare.To, bare.From
+		if gw.To.Before(end) {
+			end = gw.To
+		}
+		if gw.From.After(start) {
+			start = gw.From
+		}
+		overlap := end.Sub(start)
+		if overlap < 300*time.Millisecond {
+			t.Errorf("%s: windows %v-%v and %v-%v overlap by %v", m, bare.From, bare.To, gw.From, gw.To, overlap)
+		}
+		if direct := findCell(rep.Cells, "go", "direct", m, 4); direct == nil || direct.Together {
+			t.Errorf("%s: direct %+v should run alone", m, direct)
+		}
+	}
+	for _, r := range rep.Ratios {
+		if r.RPS != 0 || r.RPSDirect != 0 || r.TTFBP99 != nil || r.RSS <= 0 {
+			t.Errorf("ratio %+v: together, only CPU and memory compare", r)
+		}
+	}
+}
+
+// benchRun runs `spillway bench` on a fresh build with args (plus --exe and
+// --json), checks it left no process behind, and returns its table and
+// report.
+func benchRun(t *testing.T, args ...string) (string, benchReport) {
+	t.Helper()
+	bin := buildSpillway(t)
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := runBench(ctx, append([]string{"bench", "--exe", bin, "--json", jsonPath}, args...), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if pids := processesOf(t, bin); len(pids) > 0 {
+		t.Errorf("processes left running: %v", pids)
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), rep
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -96,32 +94,12 @@ func TestRunBenchWrk(t *testing.T) {
 		t.Skip("builds the binary and runs wrk and three processes under load")
 	}
 	needWrk(t)
-	bin := buildSpillway(t)
-	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	err := runBench(ctx, []string{"bench", "--exe", bin, "--driver", "go,wrk", "--duration", "1s", "--warmup", "0s",
-		"--concurrency", "4", "--paths", "bare,spillway", "--modes", "translated", "--json", jsonPath}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if pids := processesOf(t, bin); len(pids) > 0 {
-		t.Errorf("processes left running: %v", pids)
-	}
-	out := stdout.String()
+	out, rep := benchRun(t, "--driver", "go,wrk", "--duration", "1s", "--warmup", "0s",
+		"--concurrency", "4", "--paths", "bare,spillway", "--modes", "translated")
 	for _, want := range []string{"wrk bare translated", "wrk spillway translated", "bare translated", "driver"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table has no %q:\n%s", want, out)
 		}
-	}
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
 	}
 	if len(rep.Cells) != 4 || len(rep.Ratios) != 2 {
 		t.Fatalf("report: %d cells, %d ratios\n%s", len(rep.Cells), len(rep.Ratios), out)
