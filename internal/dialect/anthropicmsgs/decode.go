@@ -515,25 +515,16 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
-	if p := s.Array(l); p != nil {
-		return nil, p
-	}
 	var out []string
-	for i := 0; ; i++ {
-		ok, p := s.NextElem(i == 0)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			return out, nil
-		}
+	if p := s.Elements(l, func(i int) *failure.Public {
 		v, p := s.Str(l.At(i))
-		if p != nil {
-			return nil, p
-		}
-		if strings.TrimSpace(v) == "" {
-			return nil, words.Bad(l.At(i), "each stop sequence must contain non-whitespace")
+		if p == nil && strings.TrimSpace(v) == "" {
+			p = words.Bad(l.At(i), "each stop sequence must contain non-whitespace")
 		}
 		out = append(out, v)
+		return p
+	}); p != nil {
+		return nil, p
 	}
+	return out, nil
 }

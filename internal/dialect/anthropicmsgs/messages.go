@@ -790,28 +790,31 @@ func decodeResultContent(s *scanner, l path) ([]canonical.Part, *failure.Public)
 	}
 	s.Open()
 	var parts []canonical.Part
-	for j := 0; ; j++ {
-		ok, p := s.NextElem(j == 0)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			return parts, nil
-		}
-		bl := l.At(j)
-		var b block
-		if p := b.decode(s, bl, true); p != nil {
-			return nil, p
-		}
-		switch b.kind {
-		case kindImage:
-			return nil, words.Unsupported(bl, "images in tool results are not accepted by every provider")
-		case kindToolUse, kindToolResult:
-			return nil, words.Bad(bl.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document', 'tool_reference'", b.typ)
-		}
-		if p := b.check(bl, false); p != nil {
-			return nil, p
-		}
-		parts = append(parts, canonical.TextPart(b.text))
+	if _, p := s.Items(func(j int) *failure.Public {
+		text, p := resultText(s, l.At(j))
+		parts = append(parts, canonical.TextPart(text))
+		return p
+	}); p != nil {
+		return nil, p
 	}
+	return parts, nil
+}
+
+// resultText reads a tool result's content block at bl: text only, as
+// every provider takes it.
+func resultText(s *scanner, bl path) (string, *failure.Public) {
+	var b block
+	if p := b.decode(s, bl, true); p != nil {
+		return "", p
+	}
+	switch b.kind {
+	case kindImage:
+		return "", words.Unsupported(bl, "images in tool results are not accepted by every provider")
+	case kindToolUse, kindToolResult:
+		return "", words.Bad(bl.F("type"), "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document', 'tool_reference'", b.typ)
+	}
+	if p := b.check(bl, false); p != nil {
+		return "", p
+	}
+	return b.text, nil
 }

@@ -40,6 +40,9 @@ type Wording struct {
 	// Pattern: a tool or format name providers refuse (see BadName).
 	// %[1]s path.
 	Pattern string
+	// Empty: an array that must have an element has none (see NonEmpty).
+	// %[1]s path.
+	Empty string
 	// NotObject: a body that is not a JSON object. %[1]s the kind given.
 	NotObject string
 	// Syntax: a body that is not JSON. %[1]s what is wrong, %[2]d offset.
@@ -444,13 +447,34 @@ func (r *Reader) Elements(p Path, elem func(i int) *failure.Public) *failure.Pub
 	if e := r.Array(p); e != nil {
 		return e
 	}
+	_, e := r.Items(elem)
+	return e
+}
+
+// NonEmpty is Items for an array at p that must have an element: an empty
+// one is reported by the table's Empty.
+func (r *Reader) NonEmpty(p Path, elem func(i int) *failure.Public) *failure.Public {
+	n, e := r.Items(elem)
+	if e == nil && n == 0 {
+		e = r.w.EmptyArray(p)
+	}
+	return e
+}
+
+// EmptyArray reports an array at p that has no element but must.
+func (w *Wording) EmptyArray(p Path) *failure.Public { return bad(p, w.Empty) }
+
+// Items reads the elements of an array whose '[' was read (Open), calling
+// elem with each index; elem reads the element. It returns how many
+// elements were read, and stops at the first error.
+func (r *Reader) Items(elem func(i int) *failure.Public) (int, *failure.Public) {
 	for i := 0; ; i++ {
 		ok, e := r.NextElem(i == 0)
 		if e != nil || !ok {
-			return e
+			return i, e
 		}
 		if e := elem(i); e != nil {
-			return e
+			return i, e
 		}
 	}
 }

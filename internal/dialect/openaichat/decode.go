@@ -230,22 +230,13 @@ func decodeModalities(s *scanner) *failure.Public {
 	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	if p := s.Array(l); p != nil {
-		return p
-	}
-	for i := 0; ; i++ {
-		ok, p := s.NextElem(i == 0)
-		if p != nil || !ok {
-			return p
-		}
+	return s.Elements(l, func(i int) *failure.Public {
 		m, p := s.StrRaw(l.At(i))
-		if p != nil {
-			return p
+		if p == nil && string(m) != "text" {
+			p = words.Unsupported(l.At(i), "only the \"text\" modality is available")
 		}
-		if string(m) != "text" {
-			return words.Unsupported(l.At(i), "only the \"text\" modality is available")
-		}
-	}
+		return p
+	})
 }
 
 // decodeStop reads a string or an array of at most 4 non-empty strings.
@@ -269,26 +260,20 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 	}
 	s.Open()
 	var out []string
-	for i := 0; ; i++ {
-		ok, p := s.NextElem(i == 0)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			return out, nil
-		}
+	if _, p := s.Items(func(i int) *failure.Public {
 		if i == 4 {
-			return nil, words.Bad(l, "Invalid 'stop': array too long. Expected at most 4 stop sequences.")
+			return words.Bad(l, "Invalid 'stop': array too long. Expected at most 4 stop sequences.")
 		}
 		v, p := s.Str(l.At(i))
 		if p == nil && v == "" {
 			p = words.Bad(l.At(i), "Invalid '%s': a stop sequence must not be empty.", l.At(i))
 		}
-		if p != nil {
-			return nil, p
-		}
 		out = append(out, v)
+		return p
+	}); p != nil {
+		return nil, p
 	}
+	return out, nil
 }
 
 // decodeStreamOptions returns whether options were given and include_usage.

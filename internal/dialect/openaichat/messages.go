@@ -56,76 +56,78 @@ func (w *toolWindow) close() *failure.Public {
 	return nil
 }
 
-func decodeMessages(s *scanner) (system string, out []canonical.Message, _ *failure.Public) {
+func decodeMessages(s *scanner) (string, []canonical.Message, *failure.Public) {
 	l := words.Field("messages")
 	if p := s.Array(l); p != nil {
 		return "", nil, p
 	}
-	var w toolWindow
-	out = make([]canonical.Message, 0, 4)
-	n := 0
-	for ; ; n++ {
-		ok, p := s.NextElem(n == 0)
+	c := conversation{out: make([]canonical.Message, 0, 4)}
+	if p := s.NonEmpty(l, func(n int) *failure.Public { return c.read(s, l.At(n), n) }); p != nil {
+		return "", nil, p
+	}
+	if c.w.calls != nil {
+		if p := c.w.close(); p != nil {
+			return "", nil, p
+		}
+	}
+	return c.system, c.out, nil
+}
+
+// conversation is what the messages read so far make: the system text,
+// the canonical messages, and the tool calls still waiting for results.
+type conversation struct {
+	system string
+	out    []canonical.Message
+	w      toolWindow
+}
+
+// read reads message n, at ml, and takes it in. System and developer
+// messages join the system text.
+func (c *conversation) read(s *scanner, ml loc, n int) *failure.Public {
+	var m message
+	if p := m.decode(s, ml); p != nil {
+		return p
+	}
+	if p := m.check(ml); p != nil {
+		return p
+	}
+	if m.role != "tool" && c.w.calls != nil {
+		if p := c.w.close(); p != nil {
+			return p
+		}
+	}
+	switch m.role {
+	case "system", "developer":
+		text := joinText(m.content)
+		if c.system != "" {
+			c.system += "\n\n" + text
+		} else {
+			c.system = text
+		}
+		return nil
+	case "tool":
+		name, p := c.w.answer(m.toolCallID, ml)
 		if p != nil {
-			return "", nil, p
+			return p
 		}
-		if !ok {
-			break
-		}
-		ml := l.At(n)
-		var m message
-		if p := m.decode(s, ml); p != nil {
-			return "", nil, p
-		}
-		if p := m.check(ml); p != nil {
-			return "", nil, p
-		}
-		if m.role != "tool" && w.calls != nil {
-			if p := w.close(); p != nil {
-				return "", nil, p
-			}
-		}
-		switch m.role {
-		case "system", "developer":
-			text := joinText(m.content)
-			if system != "" {
-				system += "\n\n" + text
-			} else {
-				system = text
-			}
-			continue
-		case "tool":
-			name, p := w.answer(m.toolCallID, ml)
-			if p != nil {
-				return "", nil, p
-			}
-			out = append(out, canonical.Message{Role: canonical.RoleTool, Content: m.content, ToolCallID: m.toolCallID, ToolName: name})
-			continue
-		case "user":
-			out = append(out, canonical.Message{Role: canonical.RoleUser, Content: m.content})
-			continue
-		}
-		if m.hasRefusal && m.refusal != "" {
-			m.content = append(m.content, canonical.TextPart(m.refusal))
-		}
-		out = append(out, canonical.Message{Role: canonical.RoleAssistant, Content: m.content, ToolCalls: m.toolCalls})
-		if len(m.toolCalls) > 0 {
-			w.at, w.calls = n, m.toolCalls
-			for _, tc := range m.toolCalls {
-				w.answered = append(w.answered, false)
-				w.ids.Add(tc.ID)
-			}
+		c.out = append(c.out, canonical.Message{Role: canonical.RoleTool, Content: m.content, ToolCallID: m.toolCallID, ToolName: name})
+		return nil
+	case "user":
+		c.out = append(c.out, canonical.Message{Role: canonical.RoleUser, Content: m.content})
+		return nil
+	}
+	if m.hasRefusal && m.refusal != "" {
+		m.content = append(m.content, canonical.TextPart(m.refusal))
+	}
+	c.out = append(c.out, canonical.Message{Role: canonical.RoleAssistant, Content: m.content, ToolCalls: m.toolCalls})
+	if len(m.toolCalls) > 0 {
+		c.w.at, c.w.calls = n, m.toolCalls
+		for _, tc := range m.toolCalls {
+			c.w.answered = append(c.w.answered, false)
+			c.w.ids.Add(tc.ID)
 		}
 	}
-	if n == 0 {
-		return "", nil, words.Bad(l, "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
-	}
-	if w.calls != nil {
-		if p := w.close(); p != nil {
-			return "", nil, p
-		}
-	}
-	return system, out, nil
+	return nil
 }
 
 // answer marks the call id as answered and returns its function name.
@@ -199,7 +201,7 @@ func (m *message) decode(s *scanner, ml loc) *failure.Public {
 func (m *message) check(ml loc) *failure.Public {
 	cl := ml.F("content")
 	if m.emptyList && (m.role != "assistant" || len(m.toolCalls) == 0) {
-		return words.Bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
+		return words.EmptyArray(cl)
 	}
 	switch m.role {
 	case "":
@@ -430,27 +432,21 @@ func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) 
 	if isNull, p := s.Null(); isNull || p != nil {
 		return nil, p
 	}
-	if p := s.Array(l); p != nil {
-		return nil, p
-	}
 	var out []canonical.ToolCall
-	for j := 0; ; j++ {
-		ok, p := s.NextElem(j == 0)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			return out, nil
-		}
+	if p := s.Elements(l, func(j int) *failure.Public {
 		tc, p := decodeToolCall(s, l.At(j))
 		if p != nil {
-			return nil, p
+			return p
 		}
 		if _, dup := ids.Add(tc.ID); dup {
-			return nil, words.Bad(l.At(j).F("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.At(j).F("id"), tc.ID)
+			return words.Bad(l.At(j).F("id"), "Invalid value for '%s': duplicate tool call id '%s'.", l.At(j).F("id"), tc.ID)
 		}
 		out = append(out, tc)
+		return nil
+	}); p != nil {
+		return nil, p
 	}
+	return out, nil
 }
 
 func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public) {

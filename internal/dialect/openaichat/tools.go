@@ -16,7 +16,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 			return words.Bad(nl, "Invalid '%s': duplicate function name '%s'; tool names must be unique.", nl, name)
 		})
 	if p == nil && given && len(out) == 0 {
-		return nil, words.Bad(l, "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+		return nil, words.EmptyArray(l)
 	}
 	return out, p
 }

@@ -77,22 +77,12 @@ func decodeOutput(v contentValue, ol loc) ([]canonical.Part, *failure.Public) {
 func decodeParts(s *scanner, cl loc, allow func(typ []byte, pl loc) *failure.Public) ([]canonical.Part, *failure.Public) {
 	s.Open() // the caller captured an array, already checked as JSON
 	var out []canonical.Part
-	for j := 0; ; j++ {
-		ok, p := s.NextElem(j == 0)
-		if p != nil {
-			return nil, p
-		}
-		if !ok {
-			break
-		}
+	if p := s.NonEmpty(cl, func(j int) *failure.Public {
 		part, p := decodePart(s, cl.At(j), allow)
-		if p != nil {
-			return nil, p
-		}
 		out = append(out, part)
-	}
-	if len(out) == 0 {
-		return nil, words.Bad(cl, "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", cl)
+		return p
+	}); p != nil {
+		return nil, p
 	}
 	return out, nil
 }

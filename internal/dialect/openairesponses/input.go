@@ -120,26 +120,14 @@ func decodeInput(s *scanner) (system string, _ []canonical.Message, _ *failure.P
 	}
 	s.Open()
 	c := conversation{out: make([]canonical.Message, 0, 4)}
-	n := 0
-	for ; ; n++ {
-		ok, p := s.NextElem(n == 0)
-		if p != nil {
-			return "", nil, p
-		}
-		if !ok {
-			break
-		}
-		il := l.At(n)
+	if p := s.NonEmpty(l, func(n int) *failure.Public {
 		var it inputItem
-		if p := it.read(s, il); p != nil {
-			return "", nil, p
+		if p := it.read(s, l.At(n)); p != nil {
+			return p
 		}
-		if p := c.add(&it, il, n); p != nil {
-			return "", nil, p
-		}
-	}
-	if n == 0 {
-		return "", nil, words.Bad(l, "Invalid 'input': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+		return c.add(&it, l.At(n), n)
+	}); p != nil {
+		return "", nil, p
 	}
 	if p := c.closeCalls(); p != nil {
 		return "", nil, p
