@@ -367,18 +367,15 @@ func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 		hasBudget bool
 		r         canonical.Reasoning
 	)
-	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) (bool, *failure.Public) {
-		var p *failure.Public
+	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "budget_tokens":
 			hasBudget = true
 			r.BudgetTokens, p = s.Int(l.F("budget_tokens"))
 		case "display":
 			p = thinkingDisplay(s, l.F("display"), &r)
-		default:
-			return false, nil
 		}
-		return true, p
+		return p
 	}, func(typ []byte) *failure.Public {
 		return thinkingMode(l, typ, hasBudget, &r)
 	}); p != nil {
@@ -437,42 +434,37 @@ func decodeOutputConfig(s *scanner) (effort string, format *canonical.ResponseFo
 	if isNull, p := s.Null(); isNull || p != nil {
 		return "", nil, p
 	}
-	if p := s.Object(l); p != nil {
-		return "", nil, p
-	}
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil {
-			return "", nil, p
-		}
-		if !ok {
-			return effort, format, nil
-		}
+	p := s.Fields(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "effort":
-			if isNull, np := s.Null(); isNull || np != nil {
-				p = np
-				break
-			}
-			var v []byte
-			if v, p = s.StrRaw(l.F("effort")); p == nil {
-				switch effort = string(v); effort {
-				case "low", "medium", "high", "xhigh", "max":
-				default:
-					p = words.Bad(l.F("effort"), "Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
-				}
-			}
+			p = decodeEffort(s, l.F("effort"), &effort)
 		case "format":
 			format, p = decodeFormat(s, l.F("format"))
 		case "task_budget":
 			p = s.RejectUnlessNull(l.F("task_budget"), "task budgets are not available through every provider of a model")
-		default:
-			p = words.Unknown(l.F(string(key)))
 		}
-		if p != nil {
-			return "", nil, p
-		}
+		return p
+	})
+	if p != nil {
+		return "", nil, p
 	}
+	return effort, format, nil
+}
+
+// decodeEffort reads output_config.effort (null is absent) into effort.
+func decodeEffort(s *scanner, l path, effort *string) *failure.Public {
+	if isNull, p := s.Null(); isNull || p != nil {
+		return p
+	}
+	v, p := s.StrRaw(l)
+	if p != nil {
+		return p
+	}
+	switch *effort = string(v); *effort {
+	case "low", "medium", "high", "xhigh", "max":
+		return nil
+	}
+	return words.Bad(l, "Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
 }
 
 // decodeFormat reads a structured-output format: {"type":"json_schema",
@@ -486,15 +478,14 @@ func decodeFormat(s *scanner, l path) (*canonical.ResponseFormat, *failure.Publi
 		schema    []byte
 		hasSchema bool
 	)
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
+	// Not Typed: an absent type is reported as a wrong one, as Anthropic does.
+	if p := s.Fields(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			typ, p = s.StrRaw(l.F("type"))
 		case "schema":
 			hasSchema = true
 			schema, p = readSchema(s, l.F("schema"))
-		default:
-			p = words.Unknown(l.F(string(key)))
 		}
 		return p
 	}); p != nil {

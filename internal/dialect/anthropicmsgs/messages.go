@@ -124,7 +124,7 @@ func (t *turns) message(s *scanner, l path, n int) (isAssistant bool, _ *failure
 		hasRole    bool
 		hasContent bool
 	)
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
+	if p := s.Fields(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "role":
 			hasRole = true
@@ -132,8 +132,6 @@ func (t *turns) message(s *scanner, l path, n int) (isAssistant bool, _ *failure
 		case "content":
 			hasContent = true
 			p = t.readContent(s, l.F("content"))
-		default:
-			p = words.Unknown(l.F(string(key)))
 		}
 		return p
 	}); p != nil {

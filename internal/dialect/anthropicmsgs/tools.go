@@ -77,7 +77,7 @@ func decodeTool(s *scanner, l path) (canonical.Tool, *failure.Public) {
 		f       fields.Function
 		refused []byte
 	)
-	if p := s.Typed(l, fields.Deferred, func(key []byte) (bool, *failure.Public) {
+	if p := s.Typed(l, fields.Deferred, func(key []byte) *failure.Public {
 		return toolMember(s, l, key, &f, &refused)
 	}, func(typ []byte) *failure.Public {
 		if typ != nil && string(typ) != "custom" {
@@ -101,8 +101,7 @@ func decodeTool(s *scanner, l path) (canonical.Tool, *failure.Public) {
 
 // toolMember reads a client tool's member key into f; refused keeps the
 // first member asking for a feature only Anthropic has.
-func toolMember(s *scanner, l path, key []byte, f *fields.Function, refused *[]byte) (bool, *failure.Public) {
-	var p *failure.Public
+func toolMember(s *scanner, l path, key []byte, f *fields.Function, refused *[]byte) (p *failure.Public) {
 	switch string(key) {
 	case "input_schema":
 		// Anthropic's schema must be an object schema (see readSchema).
@@ -115,16 +114,16 @@ func toolMember(s *scanner, l path, key []byte, f *fields.Function, refused *[]b
 		_, _, p = s.MaybeBool(l.F("eager_input_streaming"))
 	case "defer_loading", "allowed_callers", "input_examples":
 		if isNull, np := s.Null(); isNull || np != nil {
-			return true, np
+			return np
 		}
 		if *refused == nil {
 			*refused = key
 		}
 		p = s.Skip()
 	default:
-		return s.FunctionMember(l, key, "input_schema", f)
+		p = s.FunctionMember(l, key, "input_schema", f)
 	}
-	return true, p
+	return p
 }
 
 // readSchema reads an input_schema, kept as raw JSON; its top-level type must
@@ -181,8 +180,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, *bool, *failure.Public
 		hasName  bool
 		parallel *bool
 	)
-	if p := s.Typed(l, fields.TypeRequired, func(key []byte) (bool, *failure.Public) {
-		var p *failure.Public
+	if p := s.Typed(l, fields.TypeRequired, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "name":
 			hasName = true
@@ -193,10 +191,8 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, *bool, *failure.Public
 				on := !off
 				parallel = &on
 			}
-		default:
-			return false, nil
 		}
-		return true, p
+		return p
 	}, func(typ []byte) *failure.Public {
 		var p *failure.Public
 		tc, p = toolChoice(l, typ, name, hasName, parallel != nil)

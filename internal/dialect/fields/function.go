@@ -22,13 +22,12 @@ type Function struct {
 
 // FunctionMember reads the value of key into f when key is one of a
 // function's members: name, description (null is absent), strict (null is
-// false) or the schema, named schemaKey (an object or null). It reports
-// whether key was one of them; if not, nothing was read.
-func (r *Reader) FunctionMember(p Path, key []byte, schemaKey string, f *Function) (bool, *failure.Public) {
-	var e *failure.Public
+// false) or the schema, named schemaKey (an object or null). Any other
+// member it leaves unread (see Fields).
+func (r *Reader) FunctionMember(p Path, key []byte, schemaKey string, f *Function) (e *failure.Public) {
 	switch string(key) {
 	case "name":
-		return r.NameMember(p, key, f)
+		e = r.NameMember(p, key, f)
 	case "description":
 		f.HasDescription = true
 		f.Description, _, e = r.OptStr(p.F("description"))
@@ -41,23 +40,19 @@ func (r *Reader) FunctionMember(p Path, key []byte, schemaKey string, f *Functio
 	case schemaKey:
 		f.HasSchema = true
 		f.Schema, e = r.Schema(p.F(schemaKey))
-	default:
-		return false, nil
 	}
-	return true, e
+	return e
 }
 
 // NameMember reads the value of key into f when key is "name", the one
-// member of the objects that name a function (a tool choice), and reports
-// whether it was; if not, nothing was read.
-func (r *Reader) NameMember(p Path, key []byte, f *Function) (bool, *failure.Public) {
-	if string(key) != "name" {
-		return false, nil
+// member of the objects that name a function (a tool choice); any other
+// member it leaves unread (see Fields).
+func (r *Reader) NameMember(p Path, key []byte, f *Function) (e *failure.Public) {
+	if string(key) == "name" {
+		f.HasName = true
+		f.Name, e = r.Str(p.F("name"))
 	}
-	f.HasName = true
-	var e *failure.Public
-	f.Name, e = r.Str(p.F("name"))
-	return true, e
+	return e
 }
 
 // CheckName reports a function at p without a name, or with a name that

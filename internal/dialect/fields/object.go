@@ -3,16 +3,24 @@ package fields
 import "github.com/spillway-gw/spillway/internal/failure"
 
 // Fields reads an object at p whose members are all known in advance:
-// member reads the value of a key it knows and returns false, having read
-// nothing, for any other key, which is reported as Unknown at once.
-func (r *Reader) Fields(p Path, member func(key []byte) (bool, *failure.Public)) *failure.Public {
+// member reads the value of each key it knows and leaves any other unread,
+// which is reported as Unknown at once. Telling a member by whether its
+// value was read keeps the unknown case out of every dialect's switch.
+func (r *Reader) Fields(p Path, member func(key []byte) *failure.Public) *failure.Public {
 	return r.Members(p, func(key []byte) *failure.Public {
-		known, e := member(key)
-		if !known && e == nil {
-			return r.w.Unknown(p.F(string(key)))
+		if read, e := r.member(member, key); read || e != nil {
+			return e
 		}
-		return e
+		return r.w.Unknown(p.F(string(key)))
 	})
+}
+
+// member calls member with key and reports whether it read the value.
+// Every value is at least one byte long, so a read always moves on.
+func (r *Reader) member(member func(key []byte) *failure.Public, key []byte) (bool, *failure.Public) {
+	at := r.Mark()
+	e := member(key)
+	return r.Mark() != at, e
 }
 
 // Typing says how Typed treats an object's type member and the members
@@ -35,7 +43,7 @@ const (
 // the type once every member is read, so it may weigh members read before
 // the type. Errors come in that order: a member's own, the type's absence
 // (TypeRequired), check's, then a deferred unknown member (Deferred).
-func (r *Reader) Typed(p Path, how Typing, member func(key []byte) (bool, *failure.Public), check func(typ []byte) *failure.Public) *failure.Public {
+func (r *Reader) Typed(p Path, how Typing, member func(key []byte) *failure.Public, check func(typ []byte) *failure.Public) *failure.Public {
 	var typ, other []byte
 	hasType := false
 	e := r.Members(p, func(key []byte) *failure.Public {
@@ -43,9 +51,9 @@ func (r *Reader) Typed(p Path, how Typing, member func(key []byte) (bool, *failu
 			hasType = true
 			return r.typeValue(p, how, &typ)
 		}
-		known, e := member(key)
+		read, e := r.member(member, key)
 		switch {
-		case known || e != nil:
+		case read || e != nil:
 			return e
 		case how&Deferred == 0:
 			return r.w.Unknown(p.F(string(key)))

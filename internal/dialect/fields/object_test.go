@@ -36,12 +36,11 @@ func TestTypedOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := New([]byte(tt.body), &testWords)
-		p := r.Typed(l, tt.how, func(key []byte) (bool, *failure.Public) {
-			if string(key) != "n" {
-				return false, nil
+		p := r.Typed(l, tt.how, func(key []byte) (p *failure.Public) {
+			if string(key) == "n" {
+				_, p = r.Int(l.F("n"))
 			}
-			_, p := r.Int(l.F("n"))
-			return true, p
+			return p
 		}, wantA)
 		if got := message(p); got != tt.want {
 			t.Errorf("Typed(%s, %b) = %q, want %q", tt.body, tt.how, got, tt.want)
@@ -49,7 +48,7 @@ func TestTypedOrder(t *testing.T) {
 	}
 	r := New([]byte(`{"name":"f","z":1}`), &testWords)
 	var f Function
-	p := r.Fields(l, func(key []byte) (bool, *failure.Public) { return r.FunctionMember(l, key, "schema", &f) })
+	p := r.Fields(l, func(key []byte) *failure.Public { return r.FunctionMember(l, key, "schema", &f) })
 	if message(p) != "unknown o.z" || f.Name != "f" || !f.HasName {
 		t.Errorf("Fields: %q, %+v", message(p), f)
 	}
@@ -64,10 +63,10 @@ func TestFunction(t *testing.T) {
 	r := New([]byte(`{"name":"get weather","description":null,"strict":true,"params":{"type":"object"},"other":1}`), &w)
 	var f Function
 	p := r.Members(l, func(key []byte) *failure.Public {
-		if known, p := r.FunctionMember(l, key, "params", &f); known {
-			return p
+		if string(key) == "other" {
+			return r.Skip() // FunctionMember leaves it unread
 		}
-		return r.Skip()
+		return r.FunctionMember(l, key, "params", &f)
 	})
 	if p != nil || !f.HasName || !f.HasDescription || !f.HasStrict || !f.HasSchema || !f.Strict || string(f.Schema) != `{"type":"object"}` {
 		t.Fatalf("FunctionMember: %+v, %+v", p, f)
@@ -93,7 +92,7 @@ func TestToolChoice(t *testing.T) {
 	named := func(r *Reader) func(p Path) (string, Path, *failure.Public) {
 		return func(p Path) (string, Path, *failure.Public) {
 			var f Function
-			e := r.Fields(p, func(key []byte) (bool, *failure.Public) { return r.NameMember(p, key, &f) })
+			e := r.Fields(p, func(key []byte) *failure.Public { return r.NameMember(p, key, &f) })
 			return f.Name, p.F("name"), e
 		}
 	}

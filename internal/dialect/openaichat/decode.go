@@ -277,33 +277,26 @@ func decodeStop(s *scanner) ([]string, *failure.Public) {
 }
 
 // decodeStreamOptions returns whether options were given and include_usage.
-func decodeStreamOptions(s *scanner) (given, includeUsage bool, p *failure.Public) {
+func decodeStreamOptions(s *scanner) (given, includeUsage bool, _ *failure.Public) {
 	l := words.Field("stream_options")
 	if isNull, p := s.Null(); isNull || p != nil {
 		return false, false, p
 	}
-	if p := s.Object(l); p != nil {
-		return false, false, p
-	}
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil || !ok {
-			return true, includeUsage, p
-		}
+	p := s.Fields(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "include_usage":
-			var b *bool
-			if b, p = s.OptBool(l.F("include_usage")); b != nil {
-				includeUsage = *b
+			var b, set bool
+			if b, set, p = s.MaybeBool(l.F("include_usage")); set {
+				includeUsage = b
 			}
 		case "include_obfuscation":
 			// The gateway never pads deltas, so either value is honoured.
-			_, p = s.OptBool(l.F("include_obfuscation"))
-		default:
-			p = words.Unknown(l.F(string(key)))
+			_, _, p = s.MaybeBool(l.F("include_obfuscation"))
 		}
-		if p != nil {
-			return false, false, p
-		}
+		return p
+	})
+	if p != nil {
+		return false, false, p
 	}
+	return true, includeUsage, nil
 }

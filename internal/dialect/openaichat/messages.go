@@ -451,38 +451,18 @@ func decodeToolCalls(s *scanner, l loc) ([]canonical.ToolCall, *failure.Public) 
 
 func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public) {
 	var hasID, hasType, hasFn, hasName, hasArgs bool
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
+	fl := l.F("function")
+	if p := s.Fields(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "id":
 			hasID = true
 			tc.ID, p = s.Str(l.F("id"))
 		case "type":
 			hasType = true
-			var typ []byte
-			if typ, p = s.StrRaw(l.F("type")); p == nil && string(typ) != "function" {
-				p = words.Bad(l.F("type"), "Invalid value for '%s': '%s'. Only 'function' tool calls are supported.", l.F("type"), typ)
-			}
+			p = functionType(s, l.F("type"), "tool calls are supported")
 		case "function":
 			hasFn = true
-			fl := l.F("function")
-			p = s.Members(fl, func(key []byte) (p *failure.Public) {
-				switch string(key) {
-				case "name":
-					hasName = true
-					tc.Name, p = s.Str(fl.F("name"))
-				case "arguments":
-					hasArgs = true
-					tc.Arguments, p = s.Str(fl.F("arguments"))
-				case "parsed_arguments":
-					// The SDK helpers' parse of arguments, echoed back.
-					p = s.Skip()
-				default:
-					p = words.Unknown(fl.F(string(key)))
-				}
-				return p
-			})
-		default:
-			p = words.Unknown(l.F(string(key)))
+			hasName, hasArgs, p = decodeCallFunction(s, fl, &tc)
 		}
 		return p
 	}); p != nil {
@@ -508,4 +488,34 @@ func decodeToolCall(s *scanner, l loc) (tc canonical.ToolCall, _ *failure.Public
 		tc.Arguments = "{}"
 	}
 	return tc, nil
+}
+
+// decodeCallFunction reads a tool call's function at fl into tc, and
+// reports which of name and arguments it had.
+func decodeCallFunction(s *scanner, fl loc, tc *canonical.ToolCall) (hasName, hasArgs bool, _ *failure.Public) {
+	p := s.Fields(fl, func(key []byte) (p *failure.Public) {
+		switch string(key) {
+		case "name":
+			hasName = true
+			tc.Name, p = s.Str(fl.F("name"))
+		case "parsed_arguments":
+			// The SDK helpers' parse of arguments, echoed back.
+			p = s.Skip()
+		case "arguments":
+			hasArgs = true
+			tc.Arguments, p = s.Str(fl.F("arguments"))
+		}
+		return p
+	})
+	return hasName, hasArgs, p
+}
+
+// functionType reads the type of a tool or tool call at tl, which must be
+// "function"; what names the objects in the error.
+func functionType(s *scanner, tl loc, what string) *failure.Public {
+	typ, p := s.StrRaw(tl)
+	if p == nil && string(typ) != "function" {
+		p = words.Bad(tl, "Invalid value for '%s': '%s'. Only 'function' %s.", tl, typ, what)
+	}
+	return p
 }

@@ -24,15 +24,11 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 	var hasType, hasFn bool
 	fl := l.F("function")
-	if p := s.Fields(l, func(key []byte) (bool, *failure.Public) {
-		var p *failure.Public
+	if p := s.Fields(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
-			var typ []byte
-			if typ, p = s.StrRaw(l.F("type")); p == nil && string(typ) != "function" {
-				p = words.Bad(l.F("type"), "Invalid value for '%s': '%s'. Only 'function' tools are supported by this gateway.", l.F("type"), typ)
-			}
+			p = functionType(s, l.F("type"), "tools are supported by this gateway")
 		case "function":
 			hasFn = true
 			var f fields.Function
@@ -40,10 +36,8 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 				p = words.Missing(fl.F("name"))
 			}
 			t = f.Tool()
-		default:
-			return false, nil
 		}
-		return true, p
+		return p
 	}); p != nil {
 		return t, p
 	}
@@ -60,12 +54,12 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 // schema is named schemaKey. Chat Completions judges a name as it is read,
 // before the members after it.
 func readFunction(s *scanner, l loc, schemaKey string) (f fields.Function, _ *failure.Public) {
-	p := s.Fields(l, func(key []byte) (bool, *failure.Public) {
-		known, p := s.FunctionMember(l, key, schemaKey, &f)
+	p := s.Fields(l, func(key []byte) *failure.Public {
+		p := s.FunctionMember(l, key, schemaKey, &f)
 		if p == nil && string(key) == "name" && !dialect.ValidToolName(f.Name) {
 			p = words.BadName(l.F("name"))
 		}
-		return known, p
+		return p
 	})
 	return f, p
 }
@@ -86,18 +80,18 @@ func namedChoice(s *scanner, l loc) (string, loc, *failure.Public) {
 		otherKeys string
 	)
 	fl := l.F("function")
-	if p := s.Typed(l, fields.TypeRequired, func(key []byte) (bool, *failure.Public) {
+	if p := s.Typed(l, fields.TypeRequired, func(key []byte) *failure.Public {
 		switch string(key) {
 		case "function":
 			hasFn = true
-			return true, s.Fields(fl, func(k []byte) (bool, *failure.Public) { return s.NameMember(fl, k, &f) })
+			return s.Fields(fl, func(k []byte) *failure.Public { return s.NameMember(fl, k, &f) })
 		case "custom", "allowed_tools", "name":
 			// Members of tool_choice forms this gateway does not support;
 			// the type check names the form, and the last one is reported.
 			otherKeys = string(key)
-			return true, s.Skip()
+			return s.Skip()
 		}
-		return false, nil
+		return nil
 	}, func(typ []byte) *failure.Public {
 		if string(typ) != "function" {
 			return words.Bad(l.F("type"), "Invalid value for 'tool_choice.type': '%s'. Only {\"type\": \"function\", \"function\": {\"name\": \"...\"}} is supported by this gateway.", typ)
@@ -127,14 +121,12 @@ func decodeResponseFormat(s *scanner) (rf *canonical.ResponseFormat, _ *failure.
 		hasSchema bool
 	)
 	sl := l.F("json_schema")
-	p := s.Typed(l, fields.TypeRequired, func(key []byte) (bool, *failure.Public) {
-		if string(key) != "json_schema" {
-			return false, nil
+	p := s.Typed(l, fields.TypeRequired, func(key []byte) (p *failure.Public) {
+		if string(key) == "json_schema" {
+			hasSchema = true
+			f, p = readFunction(s, sl, "schema")
 		}
-		hasSchema = true
-		var p *failure.Public
-		f, p = readFunction(s, sl, "schema")
-		return true, p
+		return p
 	}, func(typ []byte) *failure.Public {
 		var p *failure.Public
 		rf, p = responseFormat(typ, hasSchema, &f, sl)

@@ -247,22 +247,14 @@ func decodeStreamOptions(s *scanner) (given bool, _ *failure.Public) {
 	if isNull, p := s.Null(); isNull || p != nil {
 		return false, p
 	}
-	if p := s.Object(l); p != nil {
-		return false, p
-	}
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil || !ok {
-			return true, p
+	p := s.Fields(l, func(key []byte) (p *failure.Public) {
+		if string(key) == "include_obfuscation" {
+			// The gateway never pads deltas, so either value is honoured.
+			_, _, p = s.MaybeBool(l.F("include_obfuscation"))
 		}
-		if string(key) != "include_obfuscation" {
-			return false, words.Unknown(l.F(string(key)))
-		}
-		// The gateway never pads deltas, so either value is honoured.
-		if _, p := s.OptBool(l.F("include_obfuscation")); p != nil {
-			return false, p
-		}
-	}
+		return p
+	})
+	return p == nil, p
 }
 
 // decodeInclude accepts only an empty list: every includable asks for data
@@ -295,7 +287,7 @@ func decodeReasoning(s *scanner) (*canonical.Reasoning, *failure.Public) {
 		return nil, p
 	}
 	var r canonical.Reasoning
-	if p := s.Members(l, func(key []byte) (p *failure.Public) {
+	if p := s.Fields(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "effort":
 			r.Effort, p = optEnumValue(s, l.F("effort"), "none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -304,8 +296,6 @@ func decodeReasoning(s *scanner) (*canonical.Reasoning, *failure.Public) {
 			if v, p = optEnumValue(s, l.F(string(key)), "auto", "concise", "detailed"); v != "" {
 				r.Show = true
 			}
-		default:
-			p = words.Unknown(l.F(string(key)))
 		}
 		return p
 	}); p != nil {

@@ -22,7 +22,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 // the type turns out to be 'function'.
 func decodeTool(s *scanner, l loc) (canonical.Tool, *failure.Public) {
 	var f fields.Function
-	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) (bool, *failure.Public) {
+	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) *failure.Public {
 		return s.FunctionMember(l, key, "parameters", &f)
 	}, func(typ []byte) *failure.Public {
 		if string(typ) != "function" {
@@ -51,7 +51,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 // only after the type that names the form.
 func namedChoice(s *scanner, l loc) (string, loc, *failure.Public) {
 	var f fields.Function
-	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) (bool, *failure.Public) {
+	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) *failure.Public {
 		return s.NameMember(l, key, &f)
 	}, func(typ []byte) *failure.Public {
 		if string(typ) != "function" {
@@ -99,7 +99,7 @@ func decodeFormat(s *scanner, l loc) (rf *canonical.ResponseFormat, _ *failure.P
 		return nil, p
 	}
 	var f fields.Function
-	p := s.Typed(l, fields.TypeRequired, func(key []byte) (bool, *failure.Public) {
+	p := s.Typed(l, fields.TypeRequired, func(key []byte) *failure.Public {
 		return s.FunctionMember(l, key, "schema", &f)
 	}, func(typ []byte) *failure.Public {
 		var p *failure.Public
