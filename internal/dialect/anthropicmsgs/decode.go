@@ -214,7 +214,7 @@ func (r *request) Member(s *scanner, key []byte) *failure.Public {
 	case "metadata":
 		p = decodeMetadata(s)
 	case "service_tier":
-		p = enum(s, words.Field(k), "'auto' or 'standard_only'", "auto", "standard_only")
+		_, p = s.OptEnum(words.Field(k), "auto", "standard_only")
 	case "cache_control":
 		p = cacheControl(s, words.Field(k))
 	case "speed":
@@ -296,49 +296,17 @@ func choiceType(m canonical.ToolChoiceMode) string {
 	return string(m)
 }
 
-// enum reads an optional string that must be one of values.
-func enum(s *scanner, p path, want string, values ...string) *failure.Public {
-	if isNull, e := s.Null(); isNull || e != nil {
-		return e
-	}
-	v, e := s.StrRaw(p)
-	if e != nil {
-		return e
-	}
-	for _, ok := range values {
-		if string(v) == ok {
-			return nil
-		}
-	}
-	return words.Bad(p, "Input should be %s", want)
-}
-
 func decodeMetadata(s *scanner) *failure.Public {
 	l := words.Field("metadata")
 	if isNull, p := s.Null(); isNull || p != nil {
 		return p
 	}
-	if p := s.Object(l); p != nil {
+	return s.Fields(l, func(key []byte) (p *failure.Public) {
+		if string(key) == "user_id" {
+			_, _, p = s.OptStr(l.F("user_id"))
+		}
 		return p
-	}
-	for first := true; ; first = false {
-		key, ok, p := s.NextKey(first)
-		if p != nil || !ok {
-			return p
-		}
-		if string(key) != "user_id" {
-			return words.Unknown(l.F(string(key)))
-		}
-		if isNull, p := s.Null(); isNull || p != nil {
-			if p != nil {
-				return p
-			}
-			continue
-		}
-		if _, p := s.StrRaw(l.F("user_id")); p != nil {
-			return p
-		}
-	}
+	})
 }
 
 // decodeSpeed accepts "standard", the default; "fast" is a capacity tier
@@ -390,15 +358,13 @@ func decodeThinking(s *scanner) (*canonical.Reasoning, *failure.Public) {
 // thinkingDisplay reads display (null is absent): summarized shows the
 // reasoning, omitted hides it.
 func thinkingDisplay(s *scanner, l path, r *canonical.Reasoning) *failure.Public {
-	switch v, given, p := s.OptStr(l); {
-	case p != nil || !given:
-		return p
-	case v == "summarized":
+	switch v, p := s.OptEnum(l, "summarized", "omitted"); v {
+	case "summarized":
 		r.Show = true
-	case v == "omitted":
+	case "omitted":
 		r.Hide = true
 	default:
-		return words.Bad(l, "Input should be 'summarized' or 'omitted'")
+		return p
 	}
 	return nil
 }
@@ -451,20 +417,13 @@ func decodeOutputConfig(s *scanner) (effort string, format *canonical.ResponseFo
 	return effort, format, nil
 }
 
-// decodeEffort reads output_config.effort (null is absent) into effort.
+// decodeEffort reads output_config.effort into effort (null leaves it).
 func decodeEffort(s *scanner, l path, effort *string) *failure.Public {
-	if isNull, p := s.Null(); isNull || p != nil {
-		return p
+	v, p := s.OptEnum(l, "low", "medium", "high", "xhigh", "max")
+	if v != "" {
+		*effort = v
 	}
-	v, p := s.StrRaw(l)
-	if p != nil {
-		return p
-	}
-	switch *effort = string(v); *effort {
-	case "low", "medium", "high", "xhigh", "max":
-		return nil
-	}
-	return words.Bad(l, "Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+	return p
 }
 
 // decodeFormat reads a structured-output format: {"type":"json_schema",

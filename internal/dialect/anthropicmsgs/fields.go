@@ -21,6 +21,8 @@ var words = fields.Wording{
 	Unrecognized: "%[1]s: Extra inputs are not permitted",
 	Refused:      "%[1]s: not supported by this gateway: %[2]s",
 	Pattern:      "%[1]s: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'",
+	Enum:         "%[1]s: Input should be %[3]s",
+	Or:           " or ",
 	NotObject:    "request body must be a JSON object, but got %[1]s instead",
 	Syntax:       "request body is not valid JSON: %[1]s at offset %[2]d",
 }
@@ -88,36 +90,18 @@ func cacheControl(s *scanner, p path) *failure.Public {
 	if isNull, e := s.Null(); isNull || e != nil {
 		return e
 	}
-	if e := s.Object(p); e != nil {
-		return e
-	}
 	hasType := false
-	for first := true; ; first = false {
-		key, ok, e := s.NextKey(first)
-		if e != nil {
-			return e
-		}
-		if !ok {
-			break
-		}
+	if e := s.Fields(p, func(key []byte) (e *failure.Public) {
 		switch string(key) {
 		case "type":
 			hasType = true
-			var v []byte
-			if v, e = s.StrRaw(p.F("type")); e == nil && string(v) != "ephemeral" {
-				e = words.Bad(p.F("type"), "Input should be 'ephemeral'")
-			}
+			_, e = s.Enum(p.F("type"), "ephemeral")
 		case "ttl":
-			var v []byte
-			if v, e = s.StrRaw(p.F("ttl")); e == nil && string(v) != "5m" && string(v) != "1h" {
-				e = words.Bad(p.F("ttl"), "Input should be '5m' or '1h'")
-			}
-		default:
-			e = words.Unknown(p.F(string(key)))
+			_, e = s.Enum(p.F("ttl"), "5m", "1h")
 		}
-		if e != nil {
-			return e
-		}
+		return e
+	}); e != nil {
+		return e
 	}
 	if !hasType {
 		return words.Missing(p.F("type"))

@@ -43,6 +43,9 @@ type Wording struct {
 	// Empty: an array that must have an element has none (see NonEmpty).
 	// %[1]s path.
 	Empty string
+	// Enum: a string not among the values allowed (see Enum). %[1]s path,
+	// %[2]s the string, %[3]s the values, the last joined by Or.
+	Enum, Or string
 	// NotObject: a body that is not a JSON object. %[1]s the kind given.
 	NotObject string
 	// Syntax: a body that is not JSON. %[1]s what is wrong, %[2]d offset.

@@ -129,3 +129,27 @@ func message(p *failure.Public) string {
 	}
 	return p.Message
 }
+
+// Enum lists the values allowed in the table's words and joiner.
+func TestEnum(t *testing.T) {
+	w := testWords
+	w.Enum, w.Or = "enum %[1]s %[2]s: %[3]s", " or "
+	l := w.Field("e")
+	tests := []struct{ body, want, err string }{
+		{`"b"`, "b", ""},
+		{`null`, "", ""},
+		{`"x"`, "", "enum e x: 'a', 'b' or 'c'"},
+		{`1`, "", "type e want S got a number"},
+	}
+	for _, tt := range tests {
+		r := New([]byte(tt.body), &w)
+		v, p := r.OptEnum(l, "a", "b", "c")
+		if v != tt.want || message(p) != tt.err {
+			t.Errorf("OptEnum(%s) = %q, %q; want %q, %q", tt.body, v, message(p), tt.want, tt.err)
+		}
+	}
+	r := New([]byte(`null`), &w)
+	if _, p := r.Enum(l, "a"); message(p) != "type e want S got null" {
+		t.Errorf("Enum(null) = %q", message(p))
+	}
+}

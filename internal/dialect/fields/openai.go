@@ -20,6 +20,8 @@ var OpenAI = Wording{
 	Refused:      "'%[1]s' is not supported by this gateway: %[2]s.",
 	Pattern:      "Invalid '%[1]s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.",
 	Empty:        "Invalid '%[1]s': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+	Enum:         "Invalid value for '%[1]s': '%[2]s'. Supported values are: %[3]s.",
+	Or:           " and ",
 	NotObject:    "request body must be a JSON object, but got %[1]s instead",
 	Syntax:       "request body is not valid JSON: %[1]s at offset %[2]d",
 }

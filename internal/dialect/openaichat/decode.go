@@ -181,20 +181,14 @@ func decodeN(s *scanner) *failure.Public {
 // other level asks for it at that effort (each rung maps the level onto
 // what its provider has).
 func reasoningEffort(s *scanner, l loc) (*canonical.Reasoning, *failure.Public) {
-	if isNull, p := s.Null(); isNull || p != nil {
+	switch e, p := s.OptEnum(l, "none", "minimal", "low", "medium", "high", "xhigh", "max"); e {
+	case "":
 		return nil, p
-	}
-	v, p := s.StrRaw(l)
-	if p != nil {
-		return nil, p
-	}
-	switch e := string(v); e {
 	case "none":
 		return &canonical.Reasoning{Mode: canonical.ReasoningOff}, nil
-	case "minimal", "low", "medium", "high", "xhigh", "max":
+	default:
 		return &canonical.Reasoning{Mode: canonical.ReasoningAdaptive, Effort: e}, nil
 	}
-	return nil, words.Bad(l, "Invalid value for '%s': '%s'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', 'xhigh' and 'max'.", l, v)
 }
 
 func rejectUnlessZero(s *scanner, l loc, why string) *failure.Public {

@@ -120,7 +120,7 @@ func decodePart(s *scanner, pl loc, allow func(typ []byte, pl loc) *failure.Publ
 		case "detail":
 			// Tunes the provider's image cost; no canonical counterpart.
 			seen |= pDetail
-			p = optEnum(s, pl.F("detail"), "auto", "low", "high", "original")
+			_, p = s.OptEnum(pl.F("detail"), "auto", "low", "high", "original")
 		case "annotations", "logprobs":
 			// Output metadata in assistant history; nothing to pass on.
 			name := "logprobs"

@@ -290,10 +290,10 @@ func decodeReasoning(s *scanner) (*canonical.Reasoning, *failure.Public) {
 	if p := s.Fields(l, func(key []byte) (p *failure.Public) {
 		switch string(key) {
 		case "effort":
-			r.Effort, p = optEnumValue(s, l.F("effort"), "none", "minimal", "low", "medium", "high", "xhigh", "max")
+			r.Effort, p = s.OptEnum(l.F("effort"), "none", "minimal", "low", "medium", "high", "xhigh", "max")
 		case "summary", "generate_summary":
 			var v string
-			if v, p = optEnumValue(s, l.F(string(key)), "auto", "concise", "detailed"); v != "" {
+			if v, p = s.OptEnum(l.F(string(key)), "auto", "concise", "detailed"); v != "" {
 				r.Show = true
 			}
 		}

@@ -1,8 +1,6 @@
 package openairesponses
 
 import (
-	"strings"
-
 	"github.com/spillway-gw/spillway/internal/dialect/fields"
 	"github.com/spillway-gw/spillway/internal/failure"
 )
@@ -24,47 +22,6 @@ type loc = fields.Path
 
 func notEmpty(l loc) *failure.Public {
 	return words.Bad(l, "Invalid value for '%s': it must not be empty.", l)
-}
-
-// enum reads a string that must be one of values (null is absent).
-func optEnum(s *scanner, l loc, values ...string) *failure.Public {
-	_, p := optEnumValue(s, l, values...)
-	return p
-}
-
-// optEnumValue is optEnum returning the value read ("" for null).
-func optEnumValue(s *scanner, l loc, values ...string) (string, *failure.Public) {
-	if isNull, p := s.Null(); isNull || p != nil {
-		return "", p
-	}
-	v, p := s.StrRaw(l)
-	if p != nil {
-		return "", p
-	}
-	for _, want := range values {
-		if string(v) == want {
-			return want, nil
-		}
-	}
-	return "", words.Bad(l, "Invalid value for '%s': '%s'. Supported values are: %s.", l, v, quoteList(values))
-}
-
-// quoteList renders 'a', 'b' and 'c'.
-func quoteList(values []string) string {
-	var b strings.Builder
-	for i, v := range values {
-		switch {
-		case i == 0:
-		case i == len(values)-1:
-			b.WriteString(" and ")
-		default:
-			b.WriteString(", ")
-		}
-		b.WriteByte('\'')
-		b.WriteString(v)
-		b.WriteByte('\'')
-	}
-	return b.String()
 }
 
 // sub scans a raw value captured earlier (a member whose meaning depends on

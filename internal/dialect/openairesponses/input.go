@@ -157,10 +157,10 @@ func (it *inputItem) read(s *scanner, il loc) *failure.Public {
 			_, _, p = s.OptStr(il.F("id"))
 		case "status":
 			it.seen |= mStatus
-			p = optEnum(s, il.F("status"), "in_progress", "completed", "incomplete")
+			_, p = s.OptEnum(il.F("status"), "in_progress", "completed", "incomplete")
 		case "phase":
 			it.seen |= mPhase
-			p = optEnum(s, il.F("phase"), "commentary", "final_answer")
+			_, p = s.OptEnum(il.F("phase"), "commentary", "final_answer")
 		case "call_id":
 			it.seen |= mCallID
 			it.callID, p = s.Str(il.F("call_id"))
@@ -433,7 +433,7 @@ func summary(s *scanner, l loc) (string, *failure.Public) {
 				}
 				b.WriteString(t)
 			case "type":
-				if p := optEnum(s, pl.F("type"), "summary_text"); p != nil {
+				if _, p := s.OptEnum(pl.F("type"), "summary_text"); p != nil {
 					return "", p
 				}
 			default:

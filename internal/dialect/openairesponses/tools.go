@@ -80,7 +80,7 @@ func decodeText(s *scanner) (*canonical.ResponseFormat, *failure.Public) {
 		case "format":
 			rf, p = decodeFormat(s, l.F("format"))
 		case "verbosity":
-			p = optEnum(s, l.F("verbosity"), "low", "medium", "high")
+			_, p = s.OptEnum(l.F("verbosity"), "low", "medium", "high")
 		default:
 			p = words.Unknown(l.F(string(key)))
 		}
