@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +19,9 @@ import (
 
 // Idempotency layout, under the prefix:
 //
-//	idem:<sha256(tenant, key)>  hash: h (request hash), s (state), o (owner
-//	                            replica), r (the recording, JSON)
+//	idem:<sha256(tenant, key)>  hash: h (request hash), s (state), o (owner:
+//	                            the replica and its claim's number), r (the
+//	                            recording, JSON)
 //	idem                        channel: the hashed name of a key decided
 //
 // An in-flight key expires after InFlightLease: a replica that died while
@@ -93,17 +96,23 @@ type wireRec struct {
 
 // idemShared implements idempotency.Shared.
 type idemShared struct {
-	c *Client
+	c   *Client
+	seq atomic.Uint64 // numbers this replica's claims
 
 	mu      sync.Mutex
 	waiters map[string][]chan struct{} // by Redis key
+	// owners holds, by Redis key, the owner token of this replica's claim
+	// that may stand in Redis (owned, or made with its reply lost) until
+	// its Finish or release is sent. A token names one claim, so a late
+	// release can never free a later claim of the same key.
+	owners map[string]string
 }
 
 var _ idempotency.Shared = (*idemShared)(nil)
 
 // ShareIdempotency extends st across every replica on this Redis.
 func (c *Client) ShareIdempotency(st *idempotency.Store) {
-	sh := &idemShared{c: c, waiters: map[string][]chan struct{}{}}
+	sh := &idemShared{c: c, waiters: map[string][]chan struct{}{}, owners: map[string]string{}}
 	c.idem.Store(sh)
 	c.handle("idem", sh.decided)
 	st.SetShared(sh)
@@ -117,16 +126,27 @@ func (s *idemShared) key(tenant, key string) string {
 	return s.c.key("idem", hex.EncodeToString(h.Sum(nil)))
 }
 
-// Claim implements idempotency.Shared with one atomic script.
+// Claim implements idempotency.Shared with one atomic script. A claim
+// whose reply was lost (a timeout, a cut connection, the caller gone) may
+// have been made all the same, leaving the key in flight for every replica
+// until InFlightLease with nobody to finish it: such a claim is released
+// through the durable queue, by its own token, once Redis answers.
 func (s *idemShared) Claim(ctx context.Context, tenant, key string, hash [32]byte) (idempotency.SharedClaim, error) {
 	c := s.c
+	k := s.key(tenant, key)
+	tok := c.o.Replica + "." + strconv.FormatUint(s.seq.Add(1), 36)
 	var res []any
 	err := c.call(ctx, "idempotency.claim", func(ctx context.Context) error {
 		var err error
-		res, err = claimScript.Run(ctx, c.rdb, []string{s.key(tenant, key)},
-			hex.EncodeToString(hash[:]), c.o.Replica, InFlightLease.Milliseconds()).Slice()
+		res, err = claimScript.Run(ctx, c.rdb, []string{k}, hex.EncodeToString(hash[:]), tok, InFlightLease.Milliseconds()).Slice()
 		return err
 	})
+	switch {
+	case err == nil && len(res) > 0 && res[0] == "owned":
+		s.setOwner(k, tok)
+	case err != nil && !errors.Is(err, ErrDown) && !isReply(err):
+		s.release(k, tok)
+	}
 	if err != nil {
 		return idempotency.SharedClaim{}, err
 	}
@@ -232,6 +252,30 @@ func (s *idemShared) decided(k string) {
 	}
 }
 
+func (s *idemShared) setOwner(k, tok string) {
+	s.mu.Lock()
+	s.owners[k] = tok
+	s.mu.Unlock()
+}
+
+// takeOwner forgets and returns the token of this replica's claim of k
+// ("" when none stands).
+func (s *idemShared) takeOwner(k string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tok := s.owners[k]
+	delete(s.owners, k)
+	return tok
+}
+
+// release frees the claim tok of k, if it was made, once Redis answers.
+func (s *idemShared) release(k, tok string) {
+	c := s.c
+	c.durable("idempotency.release", max(time.Second, 20*c.o.Timeout), func(ctx context.Context, r redis.Cmdable) error {
+		return finishScript.Run(ctx, r, []string{k, c.key("idem")}, tok, "released", "", 1, "").Err()
+	})
+}
+
 // Finish implements idempotency.Shared through the durable queue: sent in
 // the background, bounded by twenty call timeouts (at least a second: a
 // recording may be megabytes), and kept through an outage (up to
@@ -247,7 +291,11 @@ func (s *idemShared) Finish(tenant, key string, hash [32]byte, outcome idempoten
 		raw, _ = json.Marshal(wireRec{Status: rec.Status, Header: rec.Header, Body: rec.Body, Chunks: rec.Chunks, Streamed: rec.Streamed})
 	}
 	k := s.key(tenant, key)
-	args := []any{c.o.Replica, stateNames[outcome], raw, max(ttl, time.Millisecond).Milliseconds(), hex.EncodeToString(hash[:])}
+	tok := s.takeOwner(k)
+	if tok == "" {
+		tok = c.o.Replica + ".0" // not claimed here: written only where the key is gone
+	}
+	args := []any{tok, stateNames[outcome], raw, max(ttl, time.Millisecond).Milliseconds(), hex.EncodeToString(hash[:])}
 	c.durable("idempotency.finish", max(time.Second, 20*c.o.Timeout), func(ctx context.Context, r redis.Cmdable) error {
 		return finishScript.Run(ctx, r, []string{k, c.key("idem")}, args...).Err()
 	})

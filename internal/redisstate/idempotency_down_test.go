@@ -112,3 +112,38 @@ func TestIdempotencyFinishThroughOutage(t *testing.T) {
 		})
 	}
 }
+
+// A claim whose reply came after the timeout was made in Redis all the
+// same: A refuses its request, and releases that claim once Redis answers
+// again, so a retry on B owns the key instead of waiting for an owner that
+// will never finish (until InFlightLease).
+func TestIdempotencyLateClaimReleased(t *testing.T) {
+	url := redisURL(t)
+	p, purl := newProxy(t, url)
+	prefix := testPrefix()
+	a := open(t, purl, prefix, func(o *Options) { o.Timeout = 50 * time.Millisecond })
+	b := open(t, url, prefix, nil)
+	st := sharedStores(t, a, b)
+	waitSubscribed(t, a, b)
+	ctx := context.Background()
+	h := [32]byte{6}
+	p.Delay(300*time.Millisecond, 1)
+	if c, err := st[0].Begin(ctx, "tenant", "late", h); err != nil || c.Refused != idempotency.RefusedUnavailable {
+		t.Fatalf("A with replies later than its timeout: %+v %v, want refused", c, err)
+	}
+	o, _ := redis.ParseURL(url)
+	raw := redis.NewClient(o)
+	defer raw.Close()
+	k := a.idem.Load().key("tenant", "late")
+	waitFor(t, 5*time.Second, "A's late claim landed", func() bool { return raw.HGet(ctx, k, "s").Val() == "inflight" })
+	p.Delay(0, 1)
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	c, err := st[1].Begin(bctx, "tenant", "late", h)
+	if err != nil || c.Owner == nil {
+		t.Fatalf("B's retry: %+v %v, want the key (A's late claim released)", c, err)
+	}
+	t.Logf("B owned the key %s after A's Redis answered in time again", time.Since(start))
+	c.Owner.Release()
+}

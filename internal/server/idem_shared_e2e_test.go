@@ -139,3 +139,51 @@ func TestReplicasIdempotencyRedisDown(t *testing.T) {
 		})
 	}
 }
+
+// Redis slower than shared_state.timeout now and then (a share of its
+// replies held back past the timeout, as on a loaded machine): each key is
+// sent to A, then retried on B. With idempotency_when_down local, retries
+// run and bill again; with refuse (the default), none does: each key runs
+// at most once, and a request whose key cannot be checked is refused.
+func TestReplicasIdempotencySlowRedis(t *testing.T) {
+	const keys = 30
+	h, reps, proxy := newReplicasTimeout(t, 2, 50*time.Millisecond, nil, rungSpec{"primary", "openai"})
+	a, b := reps[0], reps[1]
+	calls := func() int { return h.mocks["primary"].Count() }
+	defer proxy.Delay(0, 1)
+	for _, share := range []float64{0.05, 0.3} {
+		proxy.Delay(80*time.Millisecond, share)
+		for _, policy := range []idempotency.DownPolicy{idempotency.DownLocal, idempotency.DownRefuse} {
+			name := map[idempotency.DownPolicy]string{idempotency.DownLocal: "local", idempotency.DownRefuse: "refuse"}[policy]
+			for _, r := range reps {
+				r.idem.SetDownPolicy(policy)
+			}
+			var twice, refused, replayed, served int
+			for i := range keys {
+				ik := "slow-" + name + "-" + strconv.FormatFloat(share, 'f', -1, 64) + "-" + strconv.Itoa(i)
+				before := calls()
+				for _, r := range []*replica{a, b} {
+					got := r.postTo(t, sharedDialects[0].path, sharedDialects[0].body, ik)
+					switch {
+					case got.status == http.StatusServiceUnavailable && strings.Contains(string(got.body), "idempotency_unavailable"):
+						refused++
+					case got.status == 200 && got.header.Get(idempotency.HeaderReplayed) == "true":
+						replayed++
+					case got.status == 200:
+						served++
+					default:
+						t.Errorf("%s, key %s on %s: %d %s", name, ik, r.name, got.status, got.body)
+					}
+				}
+				if calls()-before > 1 {
+					twice++
+				}
+			}
+			t.Logf("Redis replies 80 ms late %.0f%% of the time (timeout 50 ms), policy %s: of %d keys each sent to A then B, %d ran twice; answers: %d run, %d replayed, %d refused",
+				share*100, name, keys, twice, served, replayed, refused)
+			if policy == idempotency.DownRefuse && twice != 0 {
+				t.Errorf("refuse: %d of %d keys ran twice", twice, keys)
+			}
+		}
+	}
+}

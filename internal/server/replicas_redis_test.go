@@ -42,13 +42,19 @@ type replica struct {
 // replicas[0] is the harness's own gateway.
 func newReplicas(t *testing.T, n int, edit func(*catalog.Config), rungs ...rungSpec) (*harness, []*replica, *redistest.Proxy) {
 	t.Helper()
+	return newReplicasTimeout(t, n, time.Second, edit, rungs...)
+}
+
+// newReplicasTimeout is newReplicas with shared_state.timeout set to timeout.
+func newReplicasTimeout(t *testing.T, n int, timeout time.Duration, edit func(*catalog.Config), rungs ...rungSpec) (*harness, []*replica, *redistest.Proxy) {
+	t.Helper()
 	url := redistest.URL(t)
 	proxy, purl := redistest.NewProxy(t, url)
 	prefix := redistest.Prefix()
 	var base server.Options
 	var first *replica
 	attach := func(o *server.Options, name string) *replica {
-		c, err := redisstate.Open(redisstate.Options{URL: purl, Prefix: prefix, Timeout: time.Second,
+		c, err := redisstate.Open(redisstate.Options{URL: purl, Prefix: prefix, Timeout: timeout,
 			RetryEvery: 50 * time.Millisecond, ProbeLease: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -52,6 +53,10 @@ type Proxy struct {
 	cut    bool
 	hang   bool // accept and never answer: a hostile Redis
 	conns  []net.Conn
+	// delay holds back each reply from Redis this long (0: none), and
+	// every reply with probability every (1: all).
+	delay time.Duration
+	every float64
 }
 
 func NewProxy(t testing.TB, url string) (*Proxy, string) {
@@ -107,8 +112,37 @@ func (p *Proxy) relay(c net.Conn) {
 	p.conns = append(p.conns, up)
 	p.mu.Unlock()
 	go func() { _, _ = io.Copy(up, c); up.Close() }()
-	_, _ = io.Copy(c, up)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := up.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			d := p.delay
+			if p.every < 1 && mrand.Float64() >= p.every {
+				d = 0
+			}
+			p.mu.Unlock()
+			if d > 0 {
+				time.Sleep(d)
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	c.Close()
+}
+
+// Delay holds back replies from Redis by d (0: none): every reply when
+// share is 1, otherwise each with probability share. A Redis slower than
+// the client's timeout: the commands still run, their replies come late.
+func (p *Proxy) Delay(d time.Duration, share float64) {
+	p.mu.Lock()
+	p.delay, p.every = d, share
+	p.mu.Unlock()
 }
 
 // Cut closes every connection and refuses new ones (true), or lets
