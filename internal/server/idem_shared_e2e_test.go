@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/idempotency"
+	"github.com/spillway-gw/spillway/internal/server"
 )
 
 // sharedDialects are the three caller dialects, each with a request body
@@ -184,6 +188,66 @@ func TestReplicasIdempotencySlowRedis(t *testing.T) {
 			if policy == idempotency.DownRefuse && twice != 0 {
 				t.Errorf("refuse: %d of %d keys ran twice", twice, keys)
 			}
+		}
+	}
+}
+
+// downShared is a shared store that cannot answer any claim.
+type downShared struct{}
+
+func (downShared) Claim(context.Context, string, string, [32]byte) (idempotency.SharedClaim, error) {
+	return idempotency.SharedClaim{}, errors.New("shared store unreachable")
+}
+func (downShared) Wait(ctx context.Context, _, _ string) error { return ctx.Err() }
+func (downShared) Finish(string, string, [32]byte, idempotency.SharedState, *idempotency.Recording, time.Duration) {
+}
+
+// Without Redis (a shared store that cannot answer): in each dialect,
+// whole or streamed, a keyed request is refused with 503
+// idempotency_unavailable before any provider (refuse), or served as
+// before (local); a request without a key is served either way.
+func TestIdempotencySharedUnavailable(t *testing.T) {
+	for _, policy := range []idempotency.DownPolicy{idempotency.DownRefuse, idempotency.DownLocal} {
+		store := idempotency.New(idempotency.Options{})
+		store.SetShared(downShared{})
+		store.SetDownPolicy(policy)
+		h := newHarnessOpts(t, nil, func(o *server.Options) { o.Idempotency = store }, rungSpec{"primary", "openai"})
+		for _, d := range sharedDialects {
+			for _, stream := range []bool{false, true} {
+				body := strings.Replace(d.body, `{"model"`, `{"stream":`+strconv.FormatBool(stream)+`,"model"`, 1)
+				name := fmt.Sprintf("policy %d, %s, stream %v", policy, d.name, stream)
+				before := h.counts()["primary"]
+				resp, err := h.post(d.path, body, "Idempotency-Key", "k-"+d.path+strconv.FormatBool(stream), "anthropic-version", "2023-06-01")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				calls := h.counts()["primary"] - before
+				if policy == idempotency.DownLocal {
+					if resp.StatusCode != 200 || calls != 1 {
+						t.Errorf("%s: %d after %d provider calls; want served", name, resp.StatusCode, calls)
+					}
+					continue
+				}
+				if resp.StatusCode != http.StatusServiceUnavailable || !strings.HasPrefix(string(b), d.shape) ||
+					!strings.Contains(string(b), `"code":"idempotency_unavailable"`) || resp.Header.Get("Retry-After") != "1" || calls != 0 {
+					t.Errorf("%s: %d %s (Retry-After %q), %d provider calls; want 503 idempotency_unavailable in the dialect's shape, none", name,
+						resp.StatusCode, b, resp.Header.Get("Retry-After"), calls)
+				}
+				resp, err = h.post(d.path, body, "anthropic-version", "2023-06-01")
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Errorf("%s without a key: %d", name, resp.StatusCode)
+				}
+			}
+		}
+		if st := store.Stats(); policy == idempotency.DownRefuse && st.SharedRefused != 6 || policy == idempotency.DownLocal && st.SharedLocal != 6 {
+			t.Errorf("policy %d: Stats %+v, want 6 counted", policy, st)
 		}
 	}
 }

@@ -71,7 +71,11 @@ type Options struct {
 	// to reach Store before it answers 503 ledger_unavailable (0: 3s).
 	UsageWait time.Duration
 	// Idempotency keeps Idempotency-Key answers (default: a store with the
-	// default bounds).
+	// default bounds). When it is shared across replicas and a key cannot
+	// be claimed there, the request is answered 503 idempotency_unavailable
+	// in its dialect before any gate or provider, or run with the key owned
+	// here alone, per the store's DownPolicy (shared_state.
+	// idempotency_when_down); requests without a key are unaffected.
 	Idempotency *idempotency.Store
 	// Metrics records Prometheus metrics (default: a fresh registry).
 	Metrics *metrics.Metrics
