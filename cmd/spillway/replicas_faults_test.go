@@ -447,7 +447,8 @@ func testPostgresStopped(t *testing.T, bin, dsn, redisURL string) {
 }
 
 // (c) Redis stopped under load: traffic continues on the documented
-// fallbacks (health and idempotency keys local), each replica says so in
+// fallbacks (health local; the load sends no Idempotency-Key, which would
+// be refused with 503 idempotency_unavailable), each replica says so in
 // its metrics; when Redis returns they share again without a restart
 // (measured: until every replica is up again), and an outage replica A
 // sees is then skipped by B and C, and a key used on A replays on B.

@@ -25,12 +25,16 @@ import (
 type Shared interface {
 	// Claim claims (tenant, key) for a request with hash across replicas,
 	// or says what the key holds elsewhere. An error means the shared
-	// store could not answer within its bound.
+	// store could not answer within its bound; the store then takes the
+	// key as not claimed, so a claim made with its answer lost must be
+	// freed by the implementation (redisstate releases it once Redis
+	// answers).
 	Claim(ctx context.Context, tenant, key string, hash [32]byte) (SharedClaim, error)
 	// Wait returns when the key held elsewhere may have changed (its
 	// owner finished, or a bounded poll interval passed), or with ctx's
 	// error. The store claims again after it returns, so a shared store
-	// that went away meanwhile is noticed within one poll interval.
+	// that went away meanwhile is noticed within one poll interval (at
+	// once where the implementation wakes its waiters when it goes down).
 	Wait(ctx context.Context, tenant, key string) error
 	// Finish records the owner's decision for every replica: the
 	// recording of a completed or failed key, kept for ttl; a released
