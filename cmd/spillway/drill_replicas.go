@@ -112,8 +112,9 @@ func drillReplicas(ctx context.Context, cfg drill.Config, rf replicaFlags, logPa
 	prefix := "drill-" + nonce
 	// Redis gets a second per call (shared_state.timeout, default 50ms):
 	// on a loaded CI machine a slower answer would send a replica to its
-	// local fallbacks (by design), and an idempotent retry on another
-	// replica would then run afresh; the drill reports any fallback.
+	// local fallbacks (by design) and refuse its keyed requests (503
+	// idempotency_unavailable, shared_state.idempotency_when_down refuse);
+	// the drill reports any fallback.
 	head := fmt.Sprintf("ledger:\n  driver: postgres\n  dsn_env: %s\n  path: ledger\nshared_state:\n  driver: redis\n  url_env: %s\n  key_prefix: %s\n  timeout: 1s\n",
 		drillDSNEnv, drillRedisEnv, prefix)
 	cfgPath := filepath.Join(dir, "drill.yaml")
