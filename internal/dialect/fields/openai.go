@@ -72,3 +72,39 @@ func (r *Reader) Model() (string, *failure.Public) {
 	}
 	return m, e
 }
+
+// OpenAIRequest is what the two OpenAI dialects' requests have in common:
+// the canonical request, a required model, and stream_options, which only
+// a stream may have. Each dialect embeds it in its own request.
+type OpenAIRequest struct {
+	canonical.Request
+	hasModel bool
+	// StreamOptions records that stream_options was given (and not null).
+	StreamOptions bool
+}
+
+// Canonical is the request in canonical form.
+func (q *OpenAIRequest) Canonical() *canonical.Request { return &q.Request }
+
+// ReadModel reads the model member (see Model).
+func (q *OpenAIRequest) ReadModel(r *Reader) (e *failure.Public) {
+	q.hasModel = true
+	q.Model, e = r.Model()
+	return e
+}
+
+// CheckModel reports a request without a model.
+func (q *OpenAIRequest) CheckModel(w *Wording) *failure.Public {
+	if !q.hasModel {
+		return w.Missing(w.Field("model"))
+	}
+	return nil
+}
+
+// CheckStreamOptions reports stream_options given without stream.
+func (q *OpenAIRequest) CheckStreamOptions(w *Wording) *failure.Public {
+	if q.StreamOptions && !q.Stream {
+		return w.Bad(w.Field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+	}
+	return nil
+}

@@ -31,16 +31,12 @@ func (*Dialect) Decode(body []byte, _ http.Header) (*canonical.Request, *failure
 
 // request holds what the top-level loop has read so far.
 type request struct {
-	canonical.Request
-	hasModel, hasMessages bool
-	maxTokens             int // the deprecated max_tokens, 0 when absent
-	maxCompletion         int
-	hasStreamOptions      bool
-	toolChoiceAt          loc // where the tool_choice's function name was given
+	fields.OpenAIRequest
+	hasMessages   bool
+	maxTokens     int // the deprecated max_tokens, 0 when absent
+	maxCompletion int
+	toolChoiceAt  loc // where the tool_choice's function name was given
 }
-
-// Canonical is the request in canonical form.
-func (r *request) Canonical() *canonical.Request { return &r.Request }
 
 // Member reads one top-level member. Duplicate keys: the last one wins, as
 // with encoding/json and Python's json.
@@ -48,8 +44,7 @@ func (r *request) Member(s *scanner, key []byte) *failure.Public {
 	var p *failure.Public
 	switch string(key) {
 	case "model":
-		r.hasModel = true
-		r.Model, p = s.Model()
+		p = r.ReadModel(s)
 	case "messages":
 		r.hasMessages = true
 		r.System, r.Messages, p = decodeMessages(s)
@@ -74,7 +69,7 @@ func (r *request) Member(s *scanner, key []byte) *failure.Public {
 		}
 		r.Stream, p = s.Bool(words.Field("stream"))
 	case "stream_options":
-		r.hasStreamOptions, r.IncludeUsage, p = decodeStreamOptions(s)
+		r.StreamOptions, r.IncludeUsage, p = decodeStreamOptions(s)
 	case "tools":
 		r.Tools, p = decodeTools(s)
 	case "tool_choice":
@@ -130,16 +125,18 @@ func (r *request) Member(s *scanner, key []byte) *failure.Public {
 
 // Check applies the rules that span several fields.
 func (r *request) Check() *failure.Public {
-	switch {
-	case !r.hasModel:
-		return words.Missing(words.Field("model"))
+	switch p := r.CheckModel(&words); {
+	case p != nil:
+		return p
 	case !r.hasMessages:
 		return words.Missing(words.Field("messages"))
 	case r.maxTokens != 0 && r.maxCompletion != 0 && r.maxTokens != r.maxCompletion:
 		return words.Bad(words.Field("max_tokens"), "'max_tokens' and 'max_completion_tokens' were both given with different values; send only 'max_completion_tokens' ('max_tokens' is deprecated).")
-	case r.hasStreamOptions && !r.Stream:
-		return words.Bad(words.Field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
-	case r.ToolChoice != nil && len(r.Tools) == 0:
+	}
+	if p := r.CheckStreamOptions(&words); p != nil {
+		return p
+	}
+	if r.ToolChoice != nil && len(r.Tools) == 0 {
 		return words.Bad(words.Field("tool_choice"), "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
 	}
 	r.MaxTokens = max(r.maxCompletion, r.maxTokens)

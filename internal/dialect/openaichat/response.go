@@ -55,11 +55,7 @@ func (*Dialect) AppendResponse(dst []byte, m dialect.Meta, _ *canonical.Request,
 			dst = append(dst, `,"type":"function","function":{"name":`...)
 			dst = jsonwrite.AppendString(dst, tc.Name)
 			dst = append(dst, `,"arguments":`...)
-			args := tc.Arguments
-			if args == "" {
-				args = "{}"
-			}
-			dst = jsonwrite.AppendString(dst, args)
+			dst = AppendArguments(dst, tc.Arguments)
 			dst = append(dst, "}}"...)
 		}
 		dst = append(dst, ']')
@@ -118,6 +114,16 @@ func errorType(status int) string {
 
 // AppendError appends {"error":{"message","type","param","code"}}.
 func (*Dialect) AppendError(dst []byte, e *failure.Public) []byte { return AppendError(dst, e) }
+
+// AppendArguments appends a tool call's arguments as OpenAI writes them, a
+// JSON string holding an object: "{}" for a call with none, which SDKs
+// parse where an empty string would fail.
+func AppendArguments(dst []byte, args string) []byte {
+	if args == "" {
+		args = "{}"
+	}
+	return jsonwrite.AppendString(dst, args)
+}
 
 // AppendError appends OpenAI's error object, which the Responses API
 // shares: one writer keeps the two dialects' errors the same.

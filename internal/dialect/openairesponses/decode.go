@@ -15,6 +15,15 @@ const stateless = "spillway does not store responses; send the whole conversatio
 // minOutputTokens is the Responses API's own floor for max_output_tokens.
 const minOutputTokens = 16
 
+// request holds what the top-level loop has read so far.
+type request struct {
+	fields.OpenAIRequest
+	instructions string
+	hasInput     bool
+	inputSystem  string // system and developer input messages, joined
+	toolChoiceAt loc    // where a named tool choice was given
+}
+
 // Decode validates an OpenAI Responses request body and returns it in
 // canonical form. Anything malformed, stateful, or asking for something the
 // gateway cannot honour is a 400 naming the field, so it never reaches a
@@ -41,20 +50,6 @@ func (*Dialect) Decode(body []byte, _ http.Header) (*canonical.Request, *failure
 	return fields.Decode(&s, body, &words, r, func(key []byte) *failure.Public { return r.Member(&s, key) })
 }
 
-// request holds what the top-level loop has read so far.
-type request struct {
-	canonical.Request
-	instructions     string
-	hasModel         bool
-	hasInput         bool
-	hasStreamOptions bool
-	inputSystem      string // system and developer input messages, joined
-	toolChoiceAt     loc    // where a named tool choice was given
-}
-
-// Canonical is the request in canonical form.
-func (r *request) Canonical() *canonical.Request { return &r.Request }
-
 // Member reads one top-level member. Duplicate keys: the last one wins, as
 // with encoding/json and Python's json.
 func (r *request) Member(s *scanner, key []byte) *failure.Public {
@@ -62,8 +57,7 @@ func (r *request) Member(s *scanner, key []byte) *failure.Public {
 	// Literal names keep loc from pinning a copy of the key.
 	switch string(key) {
 	case "model":
-		r.hasModel = true
-		r.Model, p = s.Model()
+		p = r.ReadModel(s)
 	case "input":
 		r.hasInput = true
 		r.inputSystem, r.Messages, p = decodeInput(s)
@@ -91,7 +85,7 @@ func (r *request) Member(s *scanner, key []byte) *failure.Public {
 			r.Stream = *b
 		}
 	case "stream_options":
-		r.hasStreamOptions, p = decodeStreamOptions(s)
+		r.StreamOptions, p = decodeStreamOptions(s)
 	case "tools":
 		r.Tools, p = decodeTools(s)
 	case "tool_choice":
@@ -202,13 +196,14 @@ func literal(key []byte, names ...string) string {
 
 // Check applies the rules that span several fields.
 func (r *request) Check() *failure.Public {
-	switch {
-	case !r.hasModel:
-		return words.Missing(words.Field("model"))
-	case !r.hasInput:
+	if p := r.CheckModel(&words); p != nil {
+		return p
+	}
+	if !r.hasInput {
 		return words.Missing(words.Field("input"))
-	case r.hasStreamOptions && !r.Stream:
-		return words.Bad(words.Field("stream_options"), "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+	}
+	if p := r.CheckStreamOptions(&words); p != nil {
+		return p
 	}
 	r.System = joinSystem(r.instructions, r.inputSystem)
 	r.IncludeUsage = r.Stream // a Responses stream always ends with usage

@@ -316,11 +316,7 @@ func (d *Dialect) AppendResponse(dst []byte, m dialect.Meta, req *canonical.Requ
 		dst = append(dst, `,"name":`...)
 		dst = jsonwrite.AppendString(dst, tc.Name)
 		dst = append(dst, `,"arguments":`...)
-		args := tc.Arguments
-		if args == "" {
-			args = "{}"
-		}
-		dst = jsonwrite.AppendString(dst, args)
+		dst = openaichat.AppendArguments(dst, tc.Arguments)
 		dst = append(dst, '}')
 		n++
 	}
