@@ -6,43 +6,17 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
-const microsPerDay = int64(24 * time.Hour / time.Microsecond)
-
-// dimColumn maps each usage dimension to its column in the union of
-// usage_daily and request rows that buildUsage reads. Only these fixed
-// fragments ever reach the SQL text; every value is a parameter.
-func dimColumn(name string) string {
-	switch name {
-	case ledger.DimOrg:
-		return "org"
-	case ledger.DimTeam:
-		return "team"
-	case ledger.DimKey:
-		return "key_id"
-	case ledger.DimModel:
-		return "public_model"
-	case ledger.DimDeployment:
-		return "deployment"
-	case ledger.DimDay:
-		return "day" // started_at / 86400000000 (ledger.DayNumber)
-	}
-	panic("ledger/postgres: unvalidated dimension") // Validate runs first
-}
-
-// Both branches of a usage query yield these columns: usage_daily's rows
-// as they are, request rows counted one each by the rules of
-// ledger.Request's Succeeded, Failed and FailedOver methods, figures
-// bounded as ledger.Request.Bounded says (the conformance suite holds
-// them together). SUM of a BIGINT is NUMERIC in PostgreSQL: cast back (a
-// sum past int64 fails, as SQLite's does).
+// The usage query's text in PostgreSQL's dialect (sqlstore.UsageSQL says
+// what each part yields). SUM of a BIGINT is NUMERIC in PostgreSQL: cast
+// back (a sum past int64 fails, as SQLite's does).
 const (
 	usageDailyBranch = `SELECT day, org, team, key_id, public_model, deployment, requests, succeeded,
 	failed, failed_over, attempts, input_tokens, output_tokens, cached_tokens, cost_micro_usd
@@ -65,92 +39,15 @@ const (
 	COALESCE(SUM(cached_tokens), 0)::bigint, COALESCE(SUM(cost_micro_usd), 0)::bigint`
 )
 
-// buildUsage turns q, planned as p, into parameterised SQL: whole days
-// from usage_daily, partial days from request rows. The text depends only
-// on which names q uses (validated against the allowlist) and on p's
-// shape, never on a value.
+// buildUsage turns q, planned as p, into parameterised SQL; see
+// sqlstore.UsageSQL.BuildUsage.
 func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
-	var b strings.Builder
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	filters := func() {
-		for _, name := range ledger.Dimensions() { // fixed order: stable SQL text
-			v, ok := q.Filters[name]
-			if !ok || name == ledger.DimDay { // the day is in the plan's range
-				continue
-			}
-			b.WriteString(" AND " + dimColumn(name) + " = " + arg(v))
-		}
-	}
-	b.WriteString("SELECT ")
-	for _, g := range q.GroupBy {
-		b.WriteString(dimColumn(g))
-		b.WriteString(", ")
-	}
-	b.WriteString(usageAggregates)
-	b.WriteString("\nFROM (")
-	branches := 0
-	next := func() {
-		if branches > 0 {
-			b.WriteString("\nUNION ALL\n")
-		}
-		branches++
-	}
-	if p.Aggregates {
-		next()
-		b.WriteString(usageDailyBranch)
-		if p.HasFromDay {
-			b.WriteString(" AND day >= " + arg(p.FromDay))
-		}
-		if p.HasToDay {
-			b.WriteString(" AND day < " + arg(p.ToDay))
-		}
-		filters()
-	}
-	for _, d := range p.Days {
-		next()
-		b.WriteString(usageDailyBranch + " AND day = " + arg(d))
-		filters()
-	}
-	for i, spans := range [2][]ledger.RawSpan{p.Raw, p.Less} {
-		sign := []string{"", "-"}[i]
-		for _, r := range spans {
-			next()
-			b.WriteString(strings.ReplaceAll(usageRawBranch, "±", sign) + arg(r.Lo) + " AND started_at < " + arg(r.Hi))
-			filters()
-		}
-	}
-	b.WriteString(") AS u")
-	if len(q.GroupBy) > 0 {
-		b.WriteString("\nGROUP BY ")
-		for i := range q.GroupBy {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprint(&b, i+1)
-		}
-		if len(p.Less) > 0 {
-			// A group whose rows were all subtracted is not in the range.
-			b.WriteString("\nHAVING SUM(requests) <> 0")
-		}
+	d := sqlstore.UsageSQL{Daily: usageDailyBranch, Raw: usageRawBranch, Sums: usageAggregates, Param: sqlstore.Dollar,
 		// Byte order, whatever the database's collation: the order the
 		// SQLite store and the reference give.
-		b.WriteString("\nORDER BY ")
-		for i, g := range q.GroupBy {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			if g == ledger.DimDay {
-				fmt.Fprint(&b, i+1)
-			} else {
-				b.WriteString(dimColumn(g) + ` COLLATE "C"`)
-			}
-		}
+		Collate: `COLLATE "C"`,
 	}
-	return b.String(), args
+	return d.BuildUsage(q, p)
 }
 
 // Usage reports settled requests over [From, To) of their start time,
@@ -184,36 +81,8 @@ func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.Usag
 		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.UsageRow
-	groups := make([]any, len(q.GroupBy))
-	for rows.Next() {
-		var u ledger.UsageRow
-		texts := make([]string, len(q.GroupBy))
-		var day int64
-		for i, g := range q.GroupBy {
-			if g == ledger.DimDay {
-				groups[i] = &day
-			} else {
-				groups[i] = &texts[i]
-			}
-		}
-		dst := append(groups[:len(groups):len(groups)],
-			&u.Requests, &u.Succeeded, &u.Failed, &u.FailedOver, &u.Attempts,
-			&u.InputTokens, &u.OutputTokens, &u.CachedTokens, &u.CostMicroUSD)
-		if err := rows.Scan(dst...); err != nil {
-			return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
-		}
-		u.Group = make(map[string]string, len(q.GroupBy))
-		for i, g := range q.GroupBy {
-			if g == ledger.DimDay {
-				u.Group[g] = ledger.DayOf(time.UnixMicro(day * microsPerDay))
-			} else {
-				u.Group[g] = texts[i]
-			}
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.ScanUsage(rows, q.GroupBy)
+	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
 	}
 	return out, nil
