@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 // A batch is three statements, each taking its rows as arrays (unnest), so
@@ -253,23 +254,14 @@ func settlementArgs(sets []ledger.Settlement) []any {
 func (s *Store) RecoverOpen(ctx context.Context, owner string) ([]ledger.Released, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE reservations SET released_at = $1
 	WHERE settled_at IS NULL AND released_at IS NULL AND (owner IN ($2, '') OR created_at < $3)
-	RETURNING request_id, key_id, org, team, public_model, amount_micro, created_at`,
+	RETURNING `+sqlstore.ReleasedColumns,
 		micros(s.now()), owner, micros(s.now().Add(-ledger.OrphanAfter)))
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: recover: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.Released
-	for rows.Next() {
-		var r ledger.Released
-		var created int64
-		if err := rows.Scan(&r.RequestID, &r.KeyID, &r.Org, &r.Team, &r.PublicModel, &r.AmountMicro, &created); err != nil {
-			return nil, fmt.Errorf("ledger/postgres: recover: %w", err)
-		}
-		r.CreatedAt = fromMicros(created)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanReleased)
+	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: recover: %w", err)
 	}
 	slices.SortFunc(out, func(a, b ledger.Released) int {

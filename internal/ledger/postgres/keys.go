@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 // CreateKey stores k. A key whose id or hash exists already is refused with
@@ -34,56 +35,35 @@ func (s *Store) CreateKey(ctx context.Context, k *ledger.Key) error {
 	return nil
 }
 
-const keyColumns = `id, hash, prefix, org, team, models, created_at, revoked_at, residency, priority`
-
 // KeyByHash returns the key with this SHA-256 hash, revoked or not (the
 // caller checks RevokedAt), or ledger.ErrNotFound.
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*ledger.Key, error) {
-	k, err := scanKey(s.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = $1`, hash))
+	k, err := scanKey(s.pool.QueryRow(ctx, `SELECT `+sqlstore.KeyColumns+` FROM keys WHERE hash = $1`, hash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("ledger/postgres: key by hash: %w", ledger.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: key by hash: %w", err)
 	}
-	return k, nil
+	return &k, nil
 }
 
 // Keys lists every key, revoked ones included, by creation time then id.
 func (s *Store) Keys(ctx context.Context) ([]ledger.Key, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+keyColumns+` FROM keys ORDER BY created_at, id COLLATE "C"`)
+	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.KeyColumns+` FROM keys ORDER BY created_at, id COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: keys: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("ledger/postgres: keys: %w", err)
-		}
-		out = append(out, *k)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, scanKey)
+	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: keys: %w", err)
 	}
 	return out, nil
 }
 
-func scanKey(row pgx.Row) (*ledger.Key, error) {
-	var k ledger.Key
-	var created int64
-	var revoked *int64
-	if err := row.Scan(&k.ID, &k.Hash, &k.Prefix, &k.Org, &k.Team, &k.Models, &created, &revoked, &k.Residency, &k.Priority); err != nil {
-		return nil, err
-	}
-	if len(k.Models) == 0 {
-		k.Models = nil
-	}
-	k.CreatedAt = fromMicros(created)
-	k.RevokedAt = fromNullMicros(revoked)
-	return &k, nil
-}
+// scanKey reads a row of sqlstore.KeyColumns, its models a text array.
+func scanKey(sc sqlstore.Scanner) (ledger.Key, error) { return sqlstore.ScanKey(sc, nil, nil) }
 
 // RevokeKey marks the key revoked at at. Revoking a revoked key keeps the
 // first revocation time; an unknown id is ledger.ErrNotFound.
@@ -100,23 +80,13 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
 
 // AdminKeys lists the admin keys, revoked ones included, oldest first.
 func (s *Store) AdminKeys(ctx context.Context) ([]ledger.AdminKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, hash, prefix, created_at, revoked_at FROM admin_keys ORDER BY created_at, id COLLATE "C"`)
+	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.AdminKeyColumns+` FROM admin_keys ORDER BY created_at, id COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: admin keys: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.AdminKey
-	for rows.Next() {
-		var k ledger.AdminKey
-		var created int64
-		var revoked *int64
-		if err := rows.Scan(&k.ID, &k.Hash, &k.Prefix, &created, &revoked); err != nil {
-			return nil, fmt.Errorf("ledger/postgres: admin keys: %w", err)
-		}
-		k.CreatedAt, k.RevokedAt = fromMicros(created), fromNullMicros(revoked)
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanAdminKey)
+	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: admin keys: %w", err)
 	}
 	return out, nil
@@ -178,23 +148,14 @@ func (s *Store) SetBudget(ctx context.Context, b *ledger.Budget) error {
 
 // Budgets lists every scope's limits, by scope then id.
 func (s *Store) Budgets(ctx context.Context) ([]ledger.Budget, error) {
-	rows, err := s.pool.Query(ctx, `SELECT scope, id, credit_micro_usd, daily_cap_micro_usd, rpm, tpm, updated_at
+	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.BudgetColumns+`
 	FROM budgets ORDER BY scope COLLATE "C", id COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: budgets: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.Budget
-	for rows.Next() {
-		var b ledger.Budget
-		var updated int64
-		if err := rows.Scan(&b.Scope, &b.ID, &b.CreditMicroUSD, &b.DailyCapMicroUSD, &b.RPM, &b.TPM, &updated); err != nil {
-			return nil, fmt.Errorf("ledger/postgres: budgets: %w", err)
-		}
-		b.UpdatedAt = fromMicros(updated)
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanBudget)
+	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: budgets: %w", err)
 	}
 	return out, nil

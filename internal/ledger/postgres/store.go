@@ -179,15 +179,6 @@ func nullMicros(t time.Time) *int64 {
 	return &v
 }
 
-func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
-
-func fromNullMicros(v *int64) time.Time {
-	if v == nil {
-		return time.Time{}
-	}
-	return fromMicros(*v)
-}
-
 // scrubbed is an error whose text had the password cut out; it keeps the
 // original for errors.Is and errors.As.
 type scrubbed struct {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 // Reader reads a ledger file it never writes: a ledger.Auditor for a
@@ -77,9 +78,7 @@ func requestRows(ctx context.Context, db *sql.DB, after string, limit int) (_ []
 	if err := ledger.CheckAuditPage(limit); err != nil {
 		return nil, err
 	}
-	rs, err := db.QueryContext(ctx, `SELECT request_id, org, team, key_id, public_model, exact_model, deployment,
-		route_depth, attempts, status, failure_class, input_tokens, output_tokens, cached_tokens, cost_micro_usd,
-		cost_status, reserved_micro_usd, streamed, first_token_ms, latency_ms, started_at, finished_at, exercise
+	rs, err := db.QueryContext(ctx, `SELECT `+sqlstore.RequestColumns+`
 		FROM requests WHERE request_id IN (
 			SELECT DISTINCT request_id FROM requests WHERE request_id > ? ORDER BY request_id LIMIT ?)
 		ORDER BY request_id`, after, limit)
@@ -87,45 +86,22 @@ func requestRows(ctx context.Context, db *sql.DB, after string, limit int) (_ []
 		return nil, readErr("request rows", err)
 	}
 	defer closeRows(rs, &err)
-	var out []ledger.Request
-	for rs.Next() {
-		var r ledger.Request
-		var started, finished int64
-		if err := rs.Scan(&r.RequestID, &r.Org, &r.Team, &r.KeyID, &r.PublicModel, &r.ExactModel, &r.Deployment,
-			&r.RouteDepth, &r.Attempts, &r.Status, &r.FailureClass, &r.InputTokens, &r.OutputTokens, &r.CachedTokens,
-			&r.CostMicroUSD, &r.CostStatus, &r.ReservedMicroUSD, &r.Streamed, &r.FirstTokenMS, &r.LatencyMS,
-			&started, &finished, &r.Exercise); err != nil {
-			return nil, readErr("request rows", err)
-		}
-		r.StartedAt, r.FinishedAt = fromMicros(started), fromMicros(finished)
-		out = append(out, r)
-	}
-	return out, readErr("request rows", rs.Err())
+	out, err := sqlstore.Collect(rs, sqlstore.ScanRequest)
+	return out, readErr("request rows", err)
 }
 
 func attemptRows(ctx context.Context, db *sql.DB, after ledger.AttemptKey, limit int) (_ []ledger.Attempt, err error) {
 	if err := ledger.CheckAuditPage(limit); err != nil {
 		return nil, err
 	}
-	rs, err := db.QueryContext(ctx, `SELECT request_id, seq, deployment, failure_class, http_status, input_tokens,
-		output_tokens, cost_micro_usd, first_byte_ms, duration_ms, started_at
+	rs, err := db.QueryContext(ctx, `SELECT `+sqlstore.AttemptColumns+`
 		FROM attempts WHERE (request_id, seq) > (?, ?) ORDER BY request_id, seq LIMIT ?`, after.RequestID, after.Seq, limit)
 	if err != nil {
 		return nil, readErr("attempt rows", err)
 	}
 	defer closeRows(rs, &err)
-	var out []ledger.Attempt
-	for rs.Next() {
-		var a ledger.Attempt
-		var started int64
-		if err := rs.Scan(&a.RequestID, &a.Seq, &a.Deployment, &a.FailureClass, &a.HTTPStatus, &a.InputTokens,
-			&a.OutputTokens, &a.CostMicroUSD, &a.FirstByteMS, &a.DurationMS, &started); err != nil {
-			return nil, readErr("attempt rows", err)
-		}
-		a.StartedAt = fromMicros(started)
-		out = append(out, a)
-	}
-	return out, readErr("attempt rows", rs.Err())
+	out, err := sqlstore.Collect(rs, sqlstore.ScanAttempt)
+	return out, readErr("attempt rows", err)
 }
 
 func reservationStates(ctx context.Context, db *sql.DB) (_ ledger.ReservationStates, err error) {
@@ -145,14 +121,8 @@ func reservationStates(ctx context.Context, db *sql.DB) (_ ledger.ReservationSta
 		return st, readErr("reservation states", err)
 	}
 	defer closeRows(rs, &err)
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			return st, readErr("reservation states", err)
-		}
-		st.OpenIDs = append(st.OpenIDs, id)
-	}
-	return st, readErr("reservation states", rs.Err())
+	st.OpenIDs, err = sqlstore.Collect(rs, sqlstore.ScanString)
+	return st, readErr("reservation states", err)
 }
 
 // closeRows closes rs, keeping the first error.

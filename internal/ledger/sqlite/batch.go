@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 const (
@@ -180,27 +181,15 @@ func (s *Store) RecoverOpen(ctx context.Context, owner string) (_ []ledger.Relea
 			tx.Rollback()
 		}
 	}()
-	rows, err := tx.QueryContext(ctx, `SELECT request_id, key_id, org, team, public_model, amount_micro, created_at
+	rows, err := tx.QueryContext(ctx, `SELECT `+sqlstore.ReleasedColumns+`
 	FROM reservations WHERE settled_at IS NULL AND released_at IS NULL AND (owner IN (?1, '') OR created_at < ?2)
 	ORDER BY created_at, request_id`, owner, orphaned)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
 	}
-	var out []ledger.Released
-	for rows.Next() {
-		var r ledger.Released
-		var created int64
-		if err := rows.Scan(&r.RequestID, &r.KeyID, &r.Org, &r.Team, &r.PublicModel, &r.AmountMicro, &created); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
-		}
-		r.CreatedAt = fromMicros(created)
-		out = append(out, r)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanReleased)
+	rows.Close()
+	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
 	}
 	if len(out) == 0 {

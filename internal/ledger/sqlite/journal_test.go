@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 // settlementN is a settlement with n attempts (the last one serving).
@@ -107,7 +108,7 @@ func TestMultiRowSettle(t *testing.T) {
 				&r.ReservedMicroUSD, &r.Streamed, &r.FirstTokenMS, &r.LatencyMS, &started, &finished); err != nil {
 			t.Fatal(err)
 		}
-		r.RequestID, r.StartedAt, r.FinishedAt = "v", fromMicros(started), fromMicros(finished)
+		r.RequestID, r.StartedAt, r.FinishedAt = "v", sqlstore.Time(started), sqlstore.Time(finished)
 		if r != st.Request {
 			t.Errorf("request row\n got %+v\nwant %+v", r, st.Request)
 		}
@@ -119,7 +120,7 @@ func TestMultiRowSettle(t *testing.T) {
 				&a.FirstByteMS, &a.DurationMS, &aStarted); err != nil {
 			t.Fatal(err)
 		}
-		a.Seq, a.StartedAt = 1, fromMicros(aStarted)
+		a.Seq, a.StartedAt = 1, sqlstore.Time(aStarted)
 		if a != st.Attempts[1] {
 			t.Errorf("attempt row\n got %+v\nwant %+v", a, st.Attempts[1])
 		}

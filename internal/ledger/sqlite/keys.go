@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 // CreateKey stores k. A key whose id or hash exists already is refused with
@@ -38,12 +39,10 @@ func (s *Store) CreateKey(ctx context.Context, k *ledger.Key) error {
 	return nil
 }
 
-const keyColumns = `id, hash, prefix, org, team, models, created_at, revoked_at, residency, priority`
-
 // KeyByHash returns the key with this SHA-256 hash, revoked or not (the
 // caller checks RevokedAt), or ledger.ErrNotFound.
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*ledger.Key, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = ?`, hash)
+	row := s.r.QueryRowContext(ctx, `SELECT `+sqlstore.KeyColumns+` FROM keys WHERE hash = ?`, hash)
 	k, err := scanKey(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("ledger/sqlite: key by hash: %w", ledger.ErrNotFound)
@@ -51,49 +50,32 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*ledger.Key, error)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: key by hash: %w", err)
 	}
-	return k, nil
+	return &k, nil
 }
 
 // Keys lists every key, revoked ones included, by creation time then id.
 func (s *Store) Keys(ctx context.Context) ([]ledger.Key, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+keyColumns+` FROM keys ORDER BY created_at, id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.KeyColumns+` FROM keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: keys: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("ledger/sqlite: keys: %w", err)
-		}
-		out = append(out, *k)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, scanKey)
+	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: keys: %w", err)
 	}
 	return out, nil
 }
 
-type scanner interface{ Scan(dst ...any) error }
-
-func scanKey(sc scanner) (*ledger.Key, error) {
-	var k ledger.Key
+// scanKey reads a row of sqlstore.KeyColumns, its models a JSON array.
+func scanKey(sc sqlstore.Scanner) (ledger.Key, error) {
 	var models string
-	var created int64
-	var revoked sql.NullInt64
-	if err := sc.Scan(&k.ID, &k.Hash, &k.Prefix, &k.Org, &k.Team, &models, &created, &revoked, &k.Residency, &k.Priority); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(models), &k.Models); err != nil {
-		return nil, fmt.Errorf("key %q: models column: %w", k.ID, err)
-	}
-	if len(k.Models) == 0 {
-		k.Models = nil
-	}
-	k.CreatedAt = fromMicros(created)
-	k.RevokedAt = fromNullMicros(revoked)
-	return &k, nil
+	return sqlstore.ScanKey(sc, &models, func(k *ledger.Key) error {
+		if err := json.Unmarshal([]byte(models), &k.Models); err != nil {
+			return fmt.Errorf("key %q: models column: %w", k.ID, err)
+		}
+		return nil
+	})
 }
 
 // RevokeKey marks the key revoked at at. Revoking a revoked key keeps the
@@ -115,23 +97,13 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
 
 // AdminKeys lists the admin keys, revoked ones included, oldest first.
 func (s *Store) AdminKeys(ctx context.Context) ([]ledger.AdminKey, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, hash, prefix, created_at, revoked_at FROM admin_keys ORDER BY created_at, id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.AdminKeyColumns+` FROM admin_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: admin keys: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.AdminKey
-	for rows.Next() {
-		var k ledger.AdminKey
-		var created int64
-		var revoked sql.NullInt64
-		if err := rows.Scan(&k.ID, &k.Hash, &k.Prefix, &created, &revoked); err != nil {
-			return nil, fmt.Errorf("ledger/sqlite: admin keys: %w", err)
-		}
-		k.CreatedAt, k.RevokedAt = fromMicros(created), fromNullMicros(revoked)
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanAdminKey)
+	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: admin keys: %w", err)
 	}
 	return out, nil
@@ -197,26 +169,14 @@ func (s *Store) SetBudget(ctx context.Context, b *ledger.Budget) error {
 
 // Budgets lists every scope's limits, by scope then id.
 func (s *Store) Budgets(ctx context.Context) ([]ledger.Budget, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT scope, id, credit_micro_usd, daily_cap_micro_usd, rpm, tpm, updated_at
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.BudgetColumns+`
 	FROM budgets ORDER BY scope, id`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: budgets: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.Budget
-	for rows.Next() {
-		var b ledger.Budget
-		var credit, daily sql.NullInt64
-		var updated int64
-		if err := rows.Scan(&b.Scope, &b.ID, &credit, &daily, &b.RPM, &b.TPM, &updated); err != nil {
-			return nil, fmt.Errorf("ledger/sqlite: budgets: %w", err)
-		}
-		b.CreditMicroUSD = intPtr(credit)
-		b.DailyCapMicroUSD = intPtr(daily)
-		b.UpdatedAt = fromMicros(updated)
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanBudget)
+	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: budgets: %w", err)
 	}
 	return out, nil
@@ -227,12 +187,4 @@ func nullInt(p *int64) sql.NullInt64 {
 		return sql.NullInt64{}
 	}
 	return sql.NullInt64{Int64: *p, Valid: true}
-}
-
-func intPtr(v sql.NullInt64) *int64 {
-	if !v.Valid {
-		return nil
-	}
-	x := v.Int64
-	return &x
 }

@@ -339,12 +339,3 @@ func nullMicros(t time.Time) sql.NullInt64 {
 	}
 	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
 }
-
-func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
-
-func fromNullMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return fromMicros(v.Int64)
-}
