@@ -20,6 +20,7 @@ import (
 )
 
 const checkUsage = `usage: spillway check [--evidence-dir DIR] <config.yaml>
+       spillway check [--evidence-dir DIR] --config <config.yaml>
 
 Reads the config as "serve" would, and prints every error and warning
 (file:line: field: message), then a summary. A pool's certification older
@@ -58,8 +59,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, checkUsage) }
+	// fs.Output, not stderr: parseFlags silences the flag package's own
+	// usage on a bad flag and prints one line of its own.
+	fs.Usage = func() { fmt.Fprint(fs.Output(), checkUsage) }
 	evidenceDir := fs.String("evidence-dir", "", "verify the eval reports pools cite (sha256:<hex>) against DIR/<hex>.json")
+	// --config as serve, keys and budgets take it.
+	configPath := fs.String("config", "", "the config to check, as serve takes it (or give it as the argument)")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -68,11 +73,14 @@ func checkWithEnv(_ context.Context, args []string, stdout, stderr io.Writer, lo
 		fmt.Fprint(stderr, checkUsage)
 		return 2
 	}
-	if fs.NArg() != 1 {
+	path := *configPath
+	switch {
+	case path == "" && fs.NArg() == 1:
+		path = fs.Arg(0)
+	case path == "" || fs.NArg() != 0:
 		fmt.Fprint(stderr, checkUsage)
 		return 2
 	}
-	path := fs.Arg(0)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "spillway check: %v\n", err)

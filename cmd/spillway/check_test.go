@@ -71,6 +71,7 @@ routes:
 		{name: "two arguments", args: []string{"a", "b"}, code: 2, stderr: "usage: spillway check"},
 		{name: "unknown flag", args: []string{"-x", "a"}, code: 2, stderr: "usage: spillway check"},
 		{name: "help", args: []string{"-h"}, code: 0, stderr: "usage: spillway check"},
+		{name: "config and argument", args: []string{"--config", "a", "b"}, code: 2, stderr: "usage: spillway check"},
 		{name: "missing file", args: []string{filepath.Join(dir, "nope.yaml")}, code: 1, stderr: "no such file"},
 		{name: "errors", args: []string{bad}, code: 1, stdout: []string{
 			bad + `:3: deployments[0].provider: unknown provider kind "azure"`,
@@ -88,6 +89,10 @@ routes:
 			warn + ": 2 deployments, 1 pool, 1 route: ok, 3 warnings",
 		}, stdoutNone: "SPILLWAY_TEST_SET_KEY"},
 		{name: "mock example", args: []string{"../../examples/mock.yaml"}, code: 0, stdout: []string{
+			"../../examples/mock.yaml: 3 deployments, 2 pools, 2 routes: ok\n",
+		}},
+		// --config as serve takes it: an operator's first guess.
+		{name: "config flag", args: []string{"--config", "../../examples/mock.yaml"}, code: 0, stdout: []string{
 			"../../examples/mock.yaml: 3 deployments, 2 pools, 2 routes: ok\n",
 		}},
 	}
@@ -115,6 +120,9 @@ routes:
 			}
 			if tc.stderr == "" && errb.Len() > 0 {
 				t.Errorf("unexpected stderr:\n%s", errb.String())
+			}
+			if n := strings.Count(errb.String(), "usage: spillway check"); n > 1 {
+				t.Errorf("the usage is printed %d times:\n%s", n, errb.String())
 			}
 		})
 	}
