@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 // migrations are applied in order; migrations[i] brings the schema to
@@ -221,57 +223,54 @@ const migration9 = `
 CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 `
 
-// migrate applies every migration past the database's version, each in its
-// own transaction with its schema_migrations row and the advisory lock, so
-// that replicas starting at once apply each migration exactly once (the
-// others wait, then find it applied), and a crash mid-way leaves a
-// consistent older version that the next start continues. Running it on
-// an up-to-date database changes nothing.
+// migrate applies every migration past the database's version; see
+// sqlstore.Migrator. Each runs under the advisory lock, so that replicas
+// starting at once apply each migration exactly once.
 func migrate(ctx context.Context, pool *pgxpool.Pool, now func() time.Time) error {
-	for {
-		done, err := migrateOne(ctx, pool, now)
-		if err != nil || done {
-			return err
-		}
-	}
+	steps := migrations()
+	m := sqlstore.Migrator{Store: "ledger/postgres", Migrations: steps[:], Now: now,
+		Begin: func(ctx context.Context) (sqlstore.MigrateTx, error) { return beginMigration(ctx, pool) }}
+	return m.Migrate(ctx)
 }
 
-func migrateOne(ctx context.Context, pool *pgxpool.Pool, now func() time.Time) (done bool, err error) {
+// beginMigration begins one migration's transaction, takes the advisory
+// lock, and makes sure schema_migrations exists.
+func beginMigration(ctx context.Context, pool *pgxpool.Pool) (sqlstore.MigrateTx, error) {
 	tx, err := pool.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
-		return false, fmt.Errorf("ledger/postgres: migrate: %w", err)
+		return nil, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
-		return false, fmt.Errorf("ledger/postgres: migrate: lock: %w", err)
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("lock: %w", err)
 	}
 	// Under the lock: CREATE TABLE IF NOT EXISTS races itself otherwise.
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER PRIMARY KEY,
 	applied_at BIGINT NOT NULL
 )`); err != nil {
-		return false, fmt.Errorf("ledger/postgres: migrate: %w", err)
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
 	}
-	var have int
-	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return false, fmt.Errorf("ledger/postgres: migrate: read version: %w", err)
-	}
-	if have > SchemaVersion {
-		return false, &SchemaVersionError{Have: have, Known: SchemaVersion}
-	}
-	if have == SchemaVersion {
-		return true, tx.Commit(ctx)
-	}
-	// The simple protocol: a migration is several statements.
-	if _, err := tx.Exec(ctx, migrations()[have], pgx.QueryExecModeSimpleProtocol); err != nil {
-		return false, fmt.Errorf("ledger/postgres: migration %d: %w", have+1, err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`,
-		have+1, micros(now())); err != nil {
-		return false, fmt.Errorf("ledger/postgres: migration %d: %w", have+1, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return false, fmt.Errorf("ledger/postgres: migration %d: commit: %w", have+1, err)
-	}
-	return false, nil
+	return migrateTx{tx}, nil
 }
+
+// migrateTx is one migration's transaction, holding the advisory lock.
+type migrateTx struct{ tx pgx.Tx }
+
+func (t migrateTx) Version(ctx context.Context) (have int, err error) {
+	err = t.tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have)
+	return have, err
+}
+
+func (t migrateTx) Apply(ctx context.Context, migration string, version int, micros int64) error {
+	// The simple protocol: a migration is several statements.
+	if _, err := t.tx.Exec(ctx, migration, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, version, micros)
+	return err
+}
+
+func (t migrateTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
+func (t migrateTx) Rollback(ctx context.Context)     { t.tx.Rollback(ctx) }

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 // Options tunes a Store. Every zero field means its default.
@@ -70,14 +71,7 @@ var _ ledger.Store = (*Store)(nil)
 
 // SchemaVersionError is returned by Open for a database written by a newer
 // spillway: its schema is past every migration this binary knows.
-type SchemaVersionError struct {
-	Have  int // the database's schema version
-	Known int // the newest version this binary knows
-}
-
-func (e *SchemaVersionError) Error() string {
-	return fmt.Sprintf("ledger/postgres: database schema version %d is newer than this binary's %d", e.Have, e.Known)
-}
+type SchemaVersionError = sqlstore.SchemaVersionError
 
 // Open connects to the database dsn names (a postgres:// URL or a
 // key=value string, as libpq reads them), and brings its schema up to

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 // migrations are applied in order; migrations[i] brings the schema to
@@ -232,9 +234,9 @@ const migration9 = `
 CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 `
 
-// migrate applies every migration past the database's version, each in its
-// own transaction together with its schema_migrations row, so a crash
-// mid-way leaves a consistent older version that the next Open continues.
+// migrate applies every migration past the database's version; see
+// sqlstore.Migrator. Each runs in an immediate (write-locked) transaction,
+// so two processes opening one file at once never apply one twice.
 func migrate(ctx context.Context, db *sql.DB, now func() time.Time) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER PRIMARY KEY,
@@ -242,42 +244,33 @@ func migrate(ctx context.Context, db *sql.DB, now func() time.Time) error {
 )`); err != nil {
 		return fmt.Errorf("ledger/sqlite: migrate: %w", err)
 	}
-	for {
-		done, err := migrateOne(ctx, db, now)
-		if err != nil || done {
-			return err
-		}
-	}
+	steps := migrations()
+	m := sqlstore.Migrator{Store: "ledger/sqlite", Migrations: steps[:], Now: now,
+		Begin: func(ctx context.Context) (sqlstore.MigrateTx, error) {
+			tx, err := db.BeginTx(ctx, nil) // immediate: see dsn
+			if err != nil {
+				return nil, err
+			}
+			return migrateTx{tx}, nil
+		}}
+	return m.Migrate(ctx)
 }
 
-// migrateOne applies the next migration, if any. The version is read
-// inside the (immediate, write-locked) transaction, so two processes
-// opening one file at once never apply a migration twice.
-func migrateOne(ctx context.Context, db *sql.DB, now func() time.Time) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("ledger/sqlite: migrate: %w", err)
-	}
-	defer tx.Rollback()
-	var have int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return false, fmt.Errorf("ledger/sqlite: migrate: read version: %w", err)
-	}
-	if have > SchemaVersion {
-		return false, &SchemaVersionError{Have: have, Known: SchemaVersion}
-	}
-	if have == SchemaVersion {
-		return true, nil
-	}
-	if _, err := tx.ExecContext(ctx, migrations()[have]); err != nil {
-		return false, fmt.Errorf("ledger/sqlite: migration %d: %w", have+1, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
-		have+1, micros(now())); err != nil {
-		return false, fmt.Errorf("ledger/sqlite: migration %d: %w", have+1, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("ledger/sqlite: migration %d: commit: %w", have+1, err)
-	}
-	return false, nil
+// migrateTx is one migration's transaction.
+type migrateTx struct{ tx *sql.Tx }
+
+func (t migrateTx) Version(ctx context.Context) (have int, err error) {
+	err = t.tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have)
+	return have, err
 }
+
+func (t migrateTx) Apply(ctx context.Context, migration string, version int, micros int64) error {
+	if _, err := t.tx.ExecContext(ctx, migration); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, micros)
+	return err
+}
+
+func (t migrateTx) Commit(context.Context) error { return t.tx.Commit() }
+func (t migrateTx) Rollback(context.Context)     { t.tx.Rollback() }

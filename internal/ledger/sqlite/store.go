@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -88,14 +89,7 @@ var _ ledger.Store = (*Store)(nil)
 
 // SchemaVersionError is returned by Open for a database written by a newer
 // spillway: its schema is past every migration this binary knows.
-type SchemaVersionError struct {
-	Have  int // the database's schema version
-	Known int // the newest version this binary knows
-}
-
-func (e *SchemaVersionError) Error() string {
-	return fmt.Sprintf("ledger/sqlite: database schema version %d is newer than this binary's %d", e.Have, e.Known)
-}
+type SchemaVersionError = sqlstore.SchemaVersionError
 
 // Open opens (creating it if missing) the ledger at path and brings its
 // schema up to date. It refuses a database from a newer schema version
