@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/keys"
+	"github.com/spillway-gw/spillway/internal/ledger"
 )
 
 const adminUsage = `usage:
@@ -28,22 +29,16 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := newFlags("admin rotate", adminUsage, stderr)
 	lf := addLedgerFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	st, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	secret, k, err := keys.NewAdmin(ctx, st, time.Now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "created admin key %s; every earlier admin key stops working within %s. The key is shown once; keep it:\n%s\n",
-		k.ID, refreshEvery, secret)
-	return nil
+	return lf.withStore(ctx, func(st ledger.Store) error {
+		secret, k, err := keys.NewAdmin(ctx, st, time.Now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created admin key %s; every earlier admin key stops working within %s. The key is shown once; keep it:\n%s\n",
+			k.ID, refreshEvery, secret)
+		return nil
+	})
 }

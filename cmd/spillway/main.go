@@ -229,6 +229,15 @@ func noArgs(fs *flag.FlagSet) error {
 	return nil
 }
 
+// parseFlagsOnly is parseFlags for a command that takes flags only: an
+// argument left after them is refused (noArgs).
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return noArgs(fs)
+}
+
 // subcommand splits args into a group's subcommand and its arguments.
 // With no subcommand, or -h, it prints the group's usage (to stderr as a
 // usage error, or for -h as help) and returns an error to return.

@@ -61,6 +61,16 @@ func (lf ledgerFlags) open(ctx context.Context) (ledger.Store, error) {
 	return sqlite.Open(ctx, path)
 }
 
+// withStore runs f with the ledger open (see open), and closes it after.
+func (lf ledgerFlags) withStore(ctx context.Context, f func(ledger.Store) error) error {
+	st, err := lf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return f(st)
+}
+
 // configPath is the config file the flags name or imply.
 func (lf ledgerFlags) configPath() (string, error) { return findConfig(*lf.config) }
 
@@ -155,10 +165,7 @@ key's own (key scope); --models restricts it to models the config routes.`, stde
 	residency := fs.String("residency", "", "where the key's requests' data must stay (e.g. eu): routed only to deployments with that residency")
 	priority := fs.String("priority", "", "the key's requests' priority when a route sheds (low, normal, high, critical), and the most a request may claim in its priority header (default normal)")
 	lim := addLimitFlags(fs, "budget-usd")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if *org == "" || *team == "" {
@@ -178,47 +185,38 @@ key's own (key scope); --models restricts it to models the config routes.`, stde
 			return err
 		}
 	}
-	st, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	kc, err := keys.Create(ctx, st, kr, time.Now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "created %s for org %s, team %s. The key is shown once; keep it:\n%s\n", kc.ID, kc.Org, kc.Team, kc.Key)
-	return nil
+	return lf.withStore(ctx, func(st ledger.Store) error {
+		kc, err := keys.Create(ctx, st, kr, time.Now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created %s for org %s, team %s. The key is shown once; keep it:\n%s\n", kc.ID, kc.Org, kc.Team, kc.Key)
+		return nil
+	})
 }
 
 func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("keys list", "usage: spillway keys list [flags]\n\nLists the virtual keys (never their secrets).", stderr)
 	lf := addLedgerFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	st, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	ks, err := keys.List(ctx, st)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPREFIX\tORG\tTEAM\tMODELS\tCREATED\tREVOKED")
-	for _, k := range ks {
-		rev := "-"
-		if k.RevokedAt != nil {
-			rev = k.RevokedAt.Format(time.RFC3339)
+	return lf.withStore(ctx, func(st ledger.Store) error {
+		ks, err := keys.List(ctx, st)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Org, k.Team, orDash(strings.Join(k.Models, ",")), k.CreatedAt.Format(time.RFC3339), rev)
-	}
-	return tw.Flush()
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPREFIX\tORG\tTEAM\tMODELS\tCREATED\tREVOKED")
+		for _, k := range ks {
+			rev := "-"
+			if k.RevokedAt != nil {
+				rev = k.RevokedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Org, k.Team, orDash(strings.Join(k.Models, ",")), k.CreatedAt.Format(time.RFC3339), rev)
+		}
+		return tw.Flush()
+	})
 }
 
 func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -235,26 +233,23 @@ func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// Never echo a secret back.
 		return usageErrorf("that is a key's secret, not its id: revoke takes the id (key_…) that spillway keys list shows")
 	}
-	st, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	k, err := findKey(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	if !k.RevokedAt.IsZero() {
-		fmt.Fprintf(stdout, "%s was already revoked at %s\n", id, k.RevokedAt.Format(time.RFC3339))
+	return lf.withStore(ctx, func(st ledger.Store) error {
+		k, err := findKey(ctx, st, id)
+		if err != nil {
+			return err
+		}
+		if !k.RevokedAt.IsZero() {
+			fmt.Fprintf(stdout, "%s was already revoked at %s\n", id, k.RevokedAt.Format(time.RFC3339))
+			return nil
+		}
+		if err := st.RevokeKey(ctx, id, time.Now()); errors.Is(err, ledger.ErrNotFound) {
+			return noKey(id)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked %s\n", id)
 		return nil
-	}
-	if err := st.RevokeKey(ctx, id, time.Now()); errors.Is(err, ledger.ErrNotFound) {
-		return noKey(id)
-	} else if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "revoked %s\n", id)
-	return nil
+	})
 }
 
 // findKey returns the key with id, or an error that says where the ids are.
@@ -307,10 +302,7 @@ name, the key id (key_…), or a public model name the config routes.`, stderr)
 	scope := fs.String("scope", "", "org, team, key or model (required)")
 	id := fs.String("id", "", "the org or team name, key id, or public model name (required)")
 	lim := addLimitFlags(fs, "credit-usd")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	switch *scope {
@@ -332,19 +324,16 @@ name, the key id (key_…), or a public model name the config routes.`, stderr)
 			return err
 		}
 	}
-	st, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := checkBudgetOwner(ctx, st, *scope, *id, stderr); err != nil {
-		return err
-	}
-	if err := st.SetBudget(ctx, b); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "set %s %s\n", *scope, *id)
-	return nil
+	return lf.withStore(ctx, func(st ledger.Store) error {
+		if err := checkBudgetOwner(ctx, st, *scope, *id, stderr); err != nil {
+			return err
+		}
+		if err := st.SetBudget(ctx, b); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "set %s %s\n", *scope, *id)
+		return nil
+	})
 }
 
 // checkBudgetOwner refuses a budget for a key that does not exist, and
@@ -373,27 +362,21 @@ func checkBudgetOwner(ctx context.Context, st ledger.Store, scope, id string, st
 func budgetsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("budgets list", "usage: spillway budgets list [flags]\n\nLists every scope's limits.", stderr)
 	lf := addLedgerFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	st, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	bs, err := st.Budgets(ctx)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCOPE\tID\tCREDIT USD\tDAILY CAP USD\tRPM\tTPM")
-	for _, b := range bs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Scope, b.ID, optUSD(b.CreditMicroUSD), optUSD(b.DailyCapMicroUSD), optInt(b.RPM), optInt(b.TPM))
-	}
-	return tw.Flush()
+	return lf.withStore(ctx, func(st ledger.Store) error {
+		bs, err := st.Budgets(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SCOPE\tID\tCREDIT USD\tDAILY CAP USD\tRPM\tTPM")
+		for _, b := range bs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Scope, b.ID, optUSD(b.CreditMicroUSD), optUSD(b.DailyCapMicroUSD), optInt(b.RPM), optInt(b.TPM))
+		}
+		return tw.Flush()
+	})
 }
 
 func optUSD(p *int64) string {
@@ -428,10 +411,7 @@ and filtered, as a table, CSV or JSON.`, stderr)
 	for i, f := range []string{"org", "team", "key", "model", "deployment"} {
 		filters[i] = fs.String(f, "", "only this "+f)
 	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if !slices.Contains(usageFormats, *format) {
@@ -445,43 +425,40 @@ and filtered, as a table, CSV or JSON.`, stderr)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	st, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	// A running gateway's journal holds what it acknowledged in the last
-	// ingest interval: counted here too, as /v1/usage counts it.
-	path, _ := lf.path()
-	if _, err := ledger.CatchUp(ctx, path+".journal", st); err != nil {
-		return err
-	}
-	rows, err := st.Usage(ctx, q)
-	if err != nil {
-		return err
-	}
-	ledger.SortUsage(rows)
-	switch *format {
-	case "csv":
-		return ledger.WriteUsageCSV(stdout, q.GroupBy, rows)
-	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, g := range q.GroupBy {
-		fmt.Fprintf(tw, "%s\t", strings.ToUpper(g))
-	}
-	fmt.Fprintln(tw, "REQUESTS\tOK\tFAILED\tFAILED OVER\tATTEMPTS\tINPUT\tOUTPUT\tCACHED\tCOST USD\t")
-	for _, r := range rows {
-		for _, g := range q.GroupBy {
-			fmt.Fprintf(tw, "%s\t", orDash(r.Group[g]))
+	return lf.withStore(ctx, func(st ledger.Store) error {
+		// A running gateway's journal holds what it acknowledged in the last
+		// ingest interval: counted here too, as /v1/usage counts it.
+		path, _ := lf.path()
+		if _, err := ledger.CatchUp(ctx, path+".journal", st); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Requests, r.Succeeded, r.Failed, r.FailedOver, r.Attempts,
-			r.InputTokens, r.OutputTokens, r.CachedTokens, usd(r.CostMicroUSD))
-	}
-	return tw.Flush()
+		rows, err := st.Usage(ctx, q)
+		if err != nil {
+			return err
+		}
+		ledger.SortUsage(rows)
+		switch *format {
+		case "csv":
+			return ledger.WriteUsageCSV(stdout, q.GroupBy, rows)
+		case "json":
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rows)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		for _, g := range q.GroupBy {
+			fmt.Fprintf(tw, "%s\t", strings.ToUpper(g))
+		}
+		fmt.Fprintln(tw, "REQUESTS\tOK\tFAILED\tFAILED OVER\tATTEMPTS\tINPUT\tOUTPUT\tCACHED\tCOST USD\t")
+		for _, r := range rows {
+			for _, g := range q.GroupBy {
+				fmt.Fprintf(tw, "%s\t", orDash(r.Group[g]))
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Requests, r.Succeeded, r.Failed, r.FailedOver, r.Attempts,
+				r.InputTokens, r.OutputTokens, r.CachedTokens, usd(r.CostMicroUSD))
+		}
+		return tw.Flush()
+	})
 }
 
 const ledgerUsage = `usage:
@@ -502,21 +479,15 @@ func runLedger(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fs := newFlags("ledger repair", ledgerUsage, stderr)
 	lf := addLedgerFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	st, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	log := slog.New(slog.DiscardHandler)
-	if err := repairLedger(ctx, st, log, stdout); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "the ledger's figures are all within bounds")
-	return nil
+	return lf.withStore(ctx, func(st ledger.Store) error {
+		log := slog.New(slog.DiscardHandler)
+		if err := repairLedger(ctx, st, log, stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "the ledger's figures are all within bounds")
+		return nil
+	})
 }
