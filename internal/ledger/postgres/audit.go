@@ -14,16 +14,11 @@ func (s *Store) RequestRows(ctx context.Context, after string, limit int) ([]led
 	if err := ledger.CheckAuditPage(limit); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.RequestColumns+`
+	out, err := sqlstore.List(ctx, querier{s.pool}, sqlstore.ScanRequest, `SELECT `+sqlstore.RequestColumns+`
 		FROM requests WHERE request_id IN (
 			SELECT DISTINCT request_id COLLATE "C" FROM requests WHERE request_id COLLATE "C" > $1
 			ORDER BY 1 LIMIT $2)
 		ORDER BY request_id COLLATE "C"`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: request rows: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanRequest)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: request rows: %w", err)
 	}
@@ -35,14 +30,9 @@ func (s *Store) AttemptRows(ctx context.Context, after ledger.AttemptKey, limit 
 	if err := ledger.CheckAuditPage(limit); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.AttemptColumns+`
+	out, err := sqlstore.List(ctx, querier{s.pool}, sqlstore.ScanAttempt, `SELECT `+sqlstore.AttemptColumns+`
 		FROM attempts WHERE request_id COLLATE "C" > $1 OR (request_id = $1 AND seq > $2)
 		ORDER BY request_id COLLATE "C", seq LIMIT $3`, after.RequestID, after.Seq, limit)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: attempt rows: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanAttempt)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: attempt rows: %w", err)
 	}
@@ -61,14 +51,11 @@ func (s *Store) ReservationStates(ctx context.Context) (ledger.ReservationStates
 	if st.Open == 0 {
 		return st, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT request_id FROM reservations WHERE settled_at IS NULL AND released_at IS NULL
-		ORDER BY created_at, request_id COLLATE "C" LIMIT $1`, ledger.MaxOpenIDs)
+	ids, err := sqlstore.List(ctx, querier{s.pool}, sqlstore.ScanString, `SELECT request_id FROM reservations
+		WHERE settled_at IS NULL AND released_at IS NULL ORDER BY created_at, request_id COLLATE "C" LIMIT $1`, ledger.MaxOpenIDs)
 	if err != nil {
 		return st, fmt.Errorf("ledger/postgres: reservation states: %w", err)
 	}
-	defer rows.Close()
-	if st.OpenIDs, err = sqlstore.Collect(rows, sqlstore.ScanString); err != nil {
-		return st, fmt.Errorf("ledger/postgres: reservation states: %w", err)
-	}
+	st.OpenIDs = ids
 	return st, nil
 }

@@ -252,15 +252,10 @@ func settlementArgs(sets []ledger.Settlement) []any {
 // its still in flight would be released too. Other replicas' recent
 // reservations are left alone. A second call returns nothing.
 func (s *Store) RecoverOpen(ctx context.Context, owner string) ([]ledger.Released, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE reservations SET released_at = $1
+	out, err := sqlstore.List(ctx, querier{s.pool}, sqlstore.ScanReleased, `UPDATE reservations SET released_at = $1
 	WHERE settled_at IS NULL AND released_at IS NULL AND (owner IN ($2, '') OR created_at < $3)
 	RETURNING `+sqlstore.ReleasedColumns,
 		micros(s.now()), owner, micros(s.now().Add(-ledger.OrphanAfter)))
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: recover: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanReleased)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: recover: %w", err)
 	}

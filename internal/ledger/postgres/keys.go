@@ -50,12 +50,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*ledger.Key, error)
 
 // Keys lists every key, revoked ones included, by creation time then id.
 func (s *Store) Keys(ctx context.Context) ([]ledger.Key, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.KeyColumns+` FROM keys ORDER BY created_at, id COLLATE "C"`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: keys: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, scanKey)
+	out, err := sqlstore.List(ctx, querier{s.pool}, scanKey, `SELECT `+sqlstore.KeyColumns+` FROM keys ORDER BY created_at, id COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: keys: %w", err)
 	}
@@ -80,12 +75,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
 
 // AdminKeys lists the admin keys, revoked ones included, oldest first.
 func (s *Store) AdminKeys(ctx context.Context) ([]ledger.AdminKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.AdminKeyColumns+` FROM admin_keys ORDER BY created_at, id COLLATE "C"`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: admin keys: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanAdminKey)
+	out, err := sqlstore.List(ctx, querier{s.pool}, sqlstore.ScanAdminKey, `SELECT `+sqlstore.AdminKeyColumns+` FROM admin_keys ORDER BY created_at, id COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: admin keys: %w", err)
 	}
@@ -148,13 +138,8 @@ func (s *Store) SetBudget(ctx context.Context, b *ledger.Budget) error {
 
 // Budgets lists every scope's limits, by scope then id.
 func (s *Store) Budgets(ctx context.Context) ([]ledger.Budget, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.BudgetColumns+`
+	out, err := sqlstore.List(ctx, querier{s.pool}, sqlstore.ScanBudget, `SELECT `+sqlstore.BudgetColumns+`
 	FROM budgets ORDER BY scope COLLATE "C", id COLLATE "C"`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: budgets: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanBudget)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: budgets: %w", err)
 	}

@@ -42,13 +42,8 @@ func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 	if len(pending) == 0 {
 		return nil, tx.Commit(ctx)
 	}
-	rows, err := tx.Query(ctx, `SELECT `+sqlstore.RequestFixColumns+` FROM requests WHERE
+	fixes, err := sqlstore.List(ctx, querier{tx}, sqlstore.ScanRequestFix, `SELECT `+sqlstore.RequestFixColumns+` FROM requests WHERE
 	request_id = ANY($1) AND (`+sqlstore.RequestOutOfBounds()+`) ORDER BY request_id COLLATE "C"`, pending)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
-	}
-	fixes, err := sqlstore.Collect(rows, sqlstore.ScanRequestFix)
-	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
 	}
@@ -62,15 +57,10 @@ func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 		}
 	}
 
-	arows, err := tx.Query(ctx, `SELECT `+sqlstore.AttemptFixColumns+` FROM attempts a
+	afixes, err := sqlstore.List(ctx, querier{tx}, sqlstore.ScanAttemptFix, `SELECT `+sqlstore.AttemptFixColumns+` FROM attempts a
 	JOIN requests r ON r.request_id = a.request_id WHERE
 	a.request_id = ANY($1) AND (`+sqlstore.AttemptOutOfBounds()+`)
 	ORDER BY a.request_id COLLATE "C", a.seq`, pending)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
-	}
-	afixes, err := sqlstore.Collect(arows, sqlstore.ScanAttemptFix)
-	arows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("ledger/postgres: repair: %w", err)
 	}

@@ -218,6 +218,17 @@ func Redact(dsn string) string {
 	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
 }
 
+// querier adapts a pool or a transaction to sqlstore.Querier.
+type querier struct {
+	q interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	}
+}
+
+func (q querier) Query(ctx context.Context, sql string, args ...any) (sqlstore.ClosingRows, error) {
+	return q.q.Query(ctx, sql, args...)
+}
+
 // begin starts a transaction; see pgx.TxOptions.
 func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
 	return s.pool.BeginTx(ctx, pgx.TxOptions{})

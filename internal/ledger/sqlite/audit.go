@@ -78,15 +78,10 @@ func requestRows(ctx context.Context, db *sql.DB, after string, limit int) (_ []
 	if err := ledger.CheckAuditPage(limit); err != nil {
 		return nil, err
 	}
-	rs, err := db.QueryContext(ctx, `SELECT `+sqlstore.RequestColumns+`
+	out, err := sqlstore.List(ctx, reader{db}, sqlstore.ScanRequest, `SELECT `+sqlstore.RequestColumns+`
 		FROM requests WHERE request_id IN (
 			SELECT DISTINCT request_id FROM requests WHERE request_id > ? ORDER BY request_id LIMIT ?)
 		ORDER BY request_id`, after, limit)
-	if err != nil {
-		return nil, readErr("request rows", err)
-	}
-	defer closeRows(rs, &err)
-	out, err := sqlstore.Collect(rs, sqlstore.ScanRequest)
 	return out, readErr("request rows", err)
 }
 
@@ -94,13 +89,8 @@ func attemptRows(ctx context.Context, db *sql.DB, after ledger.AttemptKey, limit
 	if err := ledger.CheckAuditPage(limit); err != nil {
 		return nil, err
 	}
-	rs, err := db.QueryContext(ctx, `SELECT `+sqlstore.AttemptColumns+`
+	out, err := sqlstore.List(ctx, reader{db}, sqlstore.ScanAttempt, `SELECT `+sqlstore.AttemptColumns+`
 		FROM attempts WHERE (request_id, seq) > (?, ?) ORDER BY request_id, seq LIMIT ?`, after.RequestID, after.Seq, limit)
-	if err != nil {
-		return nil, readErr("attempt rows", err)
-	}
-	defer closeRows(rs, &err)
-	out, err := sqlstore.Collect(rs, sqlstore.ScanAttempt)
 	return out, readErr("attempt rows", err)
 }
 
@@ -115,21 +105,9 @@ func reservationStates(ctx context.Context, db *sql.DB) (_ ledger.ReservationSta
 	if st.Open == 0 {
 		return st, nil
 	}
-	rs, err := db.QueryContext(ctx, `SELECT request_id FROM reservations WHERE settled_at IS NULL AND released_at IS NULL
-		ORDER BY created_at, request_id LIMIT ?`, ledger.MaxOpenIDs)
-	if err != nil {
-		return st, readErr("reservation states", err)
-	}
-	defer closeRows(rs, &err)
-	st.OpenIDs, err = sqlstore.Collect(rs, sqlstore.ScanString)
+	st.OpenIDs, err = sqlstore.List(ctx, reader{db}, sqlstore.ScanString, `SELECT request_id FROM reservations
+		WHERE settled_at IS NULL AND released_at IS NULL ORDER BY created_at, request_id LIMIT ?`, ledger.MaxOpenIDs)
 	return st, readErr("reservation states", err)
-}
-
-// closeRows closes rs, keeping the first error.
-func closeRows(rs *sql.Rows, err *error) {
-	if cerr := rs.Close(); *err == nil && cerr != nil {
-		*err = cerr
-	}
 }
 
 // readErr wraps a read error with the operation; nil stays nil.

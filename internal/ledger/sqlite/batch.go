@@ -181,14 +181,9 @@ func (s *Store) RecoverOpen(ctx context.Context, owner string) (_ []ledger.Relea
 			tx.Rollback()
 		}
 	}()
-	rows, err := tx.QueryContext(ctx, `SELECT `+sqlstore.ReleasedColumns+`
+	out, err := sqlstore.List(ctx, reader{tx}, sqlstore.ScanReleased, `SELECT `+sqlstore.ReleasedColumns+`
 	FROM reservations WHERE settled_at IS NULL AND released_at IS NULL AND (owner IN (?1, '') OR created_at < ?2)
 	ORDER BY created_at, request_id`, owner, orphaned)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
-	}
-	out, err := sqlstore.Collect(rows, sqlstore.ScanReleased)
-	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: recover: %w", err)
 	}

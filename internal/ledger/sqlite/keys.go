@@ -55,12 +55,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*ledger.Key, error)
 
 // Keys lists every key, revoked ones included, by creation time then id.
 func (s *Store) Keys(ctx context.Context) ([]ledger.Key, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.KeyColumns+` FROM keys ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: keys: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, scanKey)
+	out, err := sqlstore.List(ctx, reader{s.r}, scanKey, `SELECT `+sqlstore.KeyColumns+` FROM keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: keys: %w", err)
 	}
@@ -97,12 +92,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
 
 // AdminKeys lists the admin keys, revoked ones included, oldest first.
 func (s *Store) AdminKeys(ctx context.Context) ([]ledger.AdminKey, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.AdminKeyColumns+` FROM admin_keys ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: admin keys: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanAdminKey)
+	out, err := sqlstore.List(ctx, reader{s.r}, sqlstore.ScanAdminKey, `SELECT `+sqlstore.AdminKeyColumns+` FROM admin_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: admin keys: %w", err)
 	}
@@ -169,13 +159,8 @@ func (s *Store) SetBudget(ctx context.Context, b *ledger.Budget) error {
 
 // Budgets lists every scope's limits, by scope then id.
 func (s *Store) Budgets(ctx context.Context) ([]ledger.Budget, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.BudgetColumns+`
+	out, err := sqlstore.List(ctx, reader{s.r}, sqlstore.ScanBudget, `SELECT `+sqlstore.BudgetColumns+`
 	FROM budgets ORDER BY scope, id`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: budgets: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanBudget)
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: budgets: %w", err)
 	}

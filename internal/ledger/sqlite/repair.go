@@ -31,13 +31,8 @@ func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 			tx.Rollback()
 		}
 	}()
-	rows, err := tx.QueryContext(ctx, `SELECT `+sqlstore.RequestFixColumns+` FROM requests WHERE
+	fixes, err := sqlstore.List(ctx, reader{tx}, sqlstore.ScanRequestFix, `SELECT `+sqlstore.RequestFixColumns+` FROM requests WHERE
 	request_id IN (SELECT request_id FROM repair_pending) AND (`+sqlstore.RequestOutOfBounds()+`) ORDER BY request_id`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: repair: %w", err)
-	}
-	fixes, err := sqlstore.Collect(rows, sqlstore.ScanRequestFix)
-	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: repair: %w", err)
 	}
@@ -51,15 +46,10 @@ func (s *Store) Repair(ctx context.Context) (_ []ledger.Repaired, err error) {
 		}
 	}
 
-	arows, err := tx.QueryContext(ctx, `SELECT `+sqlstore.AttemptFixColumns+` FROM attempts a
+	afixes, err := sqlstore.List(ctx, reader{tx}, sqlstore.ScanAttemptFix, `SELECT `+sqlstore.AttemptFixColumns+` FROM attempts a
 	JOIN requests r ON r.request_id = a.request_id WHERE
 	a.request_id IN (SELECT request_id FROM repair_pending) AND (`+sqlstore.AttemptOutOfBounds()+`)
 	ORDER BY a.request_id, a.seq`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: repair: %w", err)
-	}
-	afixes, err := sqlstore.Collect(arows, sqlstore.ScanAttemptFix)
-	arows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("ledger/sqlite: repair: %w", err)
 	}

@@ -333,3 +333,23 @@ func nullMicros(t time.Time) sql.NullInt64 {
 	}
 	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
 }
+
+// reader adapts a pool or a transaction to sqlstore.Querier.
+type reader struct {
+	q interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	}
+}
+
+func (r reader) Query(ctx context.Context, query string, args ...any) (sqlstore.ClosingRows, error) {
+	rows, err := r.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return closingRows{rows}, nil
+}
+
+// closingRows is *sql.Rows as sqlstore.ClosingRows wants it.
+type closingRows struct{ *sql.Rows }
+
+func (r closingRows) Close() { r.Rows.Close() }
