@@ -77,8 +77,23 @@ func decodeTool(s *scanner, l path) (canonical.Tool, *failure.Public) {
 		f       fields.Function
 		refused []byte
 	)
-	if p := s.Typed(l, fields.Deferred, func(key []byte) *failure.Public {
-		return toolMember(s, l, key, &f, &refused)
+	if p := s.Typed(l, fields.Deferred, func(key []byte) (p *failure.Public) {
+		switch string(key) {
+		case "input_schema":
+			// Anthropic's schema must be an object schema (see readSchema).
+			f.HasSchema = true
+			f.Schema, p = readSchema(s, l.F("input_schema"))
+		case "cache_control":
+			p = cacheControl(s, l.F("cache_control"))
+		case "eager_input_streaming":
+			// Only changes how finely arguments are streamed.
+			_, _, p = s.MaybeBool(l.F("eager_input_streaming"))
+		case "defer_loading", "allowed_callers", "input_examples":
+			p = refuse(s, key, &refused)
+		default:
+			p = s.FunctionMember(&l, key, "input_schema", &f)
+		}
+		return p
 	}, func(typ []byte) *failure.Public {
 		if typ != nil && string(typ) != "custom" {
 			return words.Unsupported(l, "server tools such as '"+string(typ)+"' run at Anthropic and are not available through every provider of a model")
@@ -99,31 +114,16 @@ func decodeTool(s *scanner, l path) (canonical.Tool, *failure.Public) {
 	return f.Tool(), nil
 }
 
-// toolMember reads a client tool's member key into f; refused keeps the
-// first member asking for a feature only Anthropic has.
-func toolMember(s *scanner, l path, key []byte, f *fields.Function, refused *[]byte) (p *failure.Public) {
-	switch string(key) {
-	case "input_schema":
-		// Anthropic's schema must be an object schema (see readSchema).
-		f.HasSchema = true
-		f.Schema, p = readSchema(s, l.F("input_schema"))
-	case "cache_control":
-		p = cacheControl(s, l.F("cache_control"))
-	case "eager_input_streaming":
-		// Only changes how finely arguments are streamed.
-		_, _, p = s.MaybeBool(l.F("eager_input_streaming"))
-	case "defer_loading", "allowed_callers", "input_examples":
-		if isNull, np := s.Null(); isNull || np != nil {
-			return np
-		}
-		if *refused == nil {
-			*refused = key
-		}
-		p = s.Skip()
-	default:
-		p = s.FunctionMember(l, key, "input_schema", f)
+// refuse reads a member asking for a feature only Anthropic has, keeping
+// the first one given (not null) in refused.
+func refuse(s *scanner, key []byte, refused *[]byte) *failure.Public {
+	if isNull, p := s.Null(); isNull || p != nil {
+		return p
 	}
-	return p
+	if *refused == nil {
+		*refused = key
+	}
+	return s.Skip()
 }
 
 // readSchema reads an input_schema, kept as raw JSON; its top-level type must

@@ -23,8 +23,9 @@ type Function struct {
 // FunctionMember reads the value of key into f when key is one of a
 // function's members: name, description (null is absent), strict (null is
 // false) or the schema, named schemaKey (an object or null). Any other
-// member it leaves unread (see Fields).
-func (r *Reader) FunctionMember(p Path, key []byte, schemaKey string, f *Function) (e *failure.Public) {
+// member it leaves unread (see Fields). p is the function's path, by
+// pointer: a Path is large, and this runs for every member of every tool.
+func (r *Reader) FunctionMember(p *Path, key []byte, schemaKey string, f *Function) (e *failure.Public) {
 	switch string(key) {
 	case "name":
 		e = r.NameMember(p, key, f)
@@ -37,9 +38,13 @@ func (r *Reader) FunctionMember(p Path, key []byte, schemaKey string, f *Functio
 		if b, given, e = r.MaybeBool(p.F("strict")); given {
 			f.Strict = b
 		}
-	case schemaKey:
-		f.HasSchema = true
-		f.Schema, e = r.Schema(p.F(schemaKey))
+	default:
+		// Not a case of the switch: a variable case would make the
+		// compiler test the constant ones one by one.
+		if string(key) == schemaKey {
+			f.HasSchema = true
+			f.Schema, e = r.Schema(p.F(schemaKey))
+		}
 	}
 	return e
 }
@@ -47,7 +52,7 @@ func (r *Reader) FunctionMember(p Path, key []byte, schemaKey string, f *Functio
 // NameMember reads the value of key into f when key is "name", the one
 // member of the objects that name a function (a tool choice); any other
 // member it leaves unread (see Fields).
-func (r *Reader) NameMember(p Path, key []byte, f *Function) (e *failure.Public) {
+func (r *Reader) NameMember(p *Path, key []byte, f *Function) (e *failure.Public) {
 	if string(key) == "name" {
 		f.HasName = true
 		f.Name, e = r.Str(p.F("name"))

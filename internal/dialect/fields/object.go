@@ -6,21 +6,27 @@ import "github.com/spillway-gw/spillway/internal/failure"
 // member reads the value of each key it knows and leaves any other unread,
 // which is reported as Unknown at once. Telling a member by whether its
 // value was read keeps the unknown case out of every dialect's switch.
+//
+// The loop is written out, not a closure around Members: it runs for
+// every member of every tool, tool call and content part.
 func (r *Reader) Fields(p Path, member func(key []byte) *failure.Public) *failure.Public {
-	return r.Members(p, func(key []byte) *failure.Public {
-		if read, e := r.member(member, key); read || e != nil {
+	if e := r.Object(p); e != nil {
+		return e
+	}
+	for first := true; ; first = false {
+		key, ok, e := r.NextKey(first)
+		if e != nil || !ok {
 			return e
 		}
-		return r.w.Unknown(p.F(string(key)))
-	})
-}
-
-// member calls member with key and reports whether it read the value.
-// Every value is at least one byte long, so a read always moves on.
-func (r *Reader) member(member func(key []byte) *failure.Public, key []byte) (bool, *failure.Public) {
-	at := r.Mark()
-	e := member(key)
-	return r.Mark() != at, e
+		// Every value is at least one byte long, so a read moves on.
+		at := r.s.Mark()
+		if e := member(key); e != nil {
+			return e
+		}
+		if r.s.Mark() == at {
+			return r.w.unknown(&p, key)
+		}
+	}
 }
 
 // Typing says how Typed treats an object's type member and the members
@@ -44,24 +50,7 @@ const (
 // the type. Errors come in that order: a member's own, the type's absence
 // (TypeRequired), check's, then a deferred unknown member (Deferred).
 func (r *Reader) Typed(p Path, how Typing, member func(key []byte) *failure.Public, check func(typ []byte) *failure.Public) *failure.Public {
-	var typ, other []byte
-	hasType := false
-	e := r.Members(p, func(key []byte) *failure.Public {
-		if string(key) == "type" {
-			hasType = true
-			return r.typeValue(p, how, &typ)
-		}
-		read, e := r.member(member, key)
-		switch {
-		case read || e != nil:
-			return e
-		case how&Deferred == 0:
-			return r.w.Unknown(p.F(string(key)))
-		case other == nil:
-			other = key
-		}
-		return r.Skip()
-	})
+	typ, hasType, other, e := r.typed(&p, how, member)
 	switch {
 	case e != nil:
 		return e
@@ -72,15 +61,51 @@ func (r *Reader) Typed(p Path, how Typing, member func(key []byte) *failure.Publ
 		return e
 	}
 	if other != nil {
-		return r.w.Unknown(p.F(string(other)))
+		return r.w.unknown(&p, other)
 	}
 	return nil
+}
+
+// typed reads the members of Typed's object: its type, whether a type
+// member was given, and the first member left unread, when deferred.
+func (r *Reader) typed(p *Path, how Typing, member func(key []byte) *failure.Public) (typ []byte, hasType bool, other []byte, _ *failure.Public) {
+	if e := r.Object(*p); e != nil {
+		return nil, false, nil, e
+	}
+	for first := true; ; first = false {
+		key, ok, e := r.NextKey(first)
+		if e != nil || !ok {
+			return typ, hasType, other, e
+		}
+		if string(key) == "type" {
+			hasType = true
+			if e := r.typeValue(p, how, &typ); e != nil {
+				return nil, false, nil, e
+			}
+			continue
+		}
+		at := r.s.Mark()
+		if e := member(key); e != nil {
+			return nil, false, nil, e
+		}
+		switch {
+		case r.s.Mark() != at:
+			continue
+		case how&Deferred == 0:
+			return nil, false, nil, r.w.unknown(p, key)
+		case other == nil:
+			other = key
+		}
+		if e := r.Skip(); e != nil {
+			return nil, false, nil, e
+		}
+	}
 }
 
 // typeValue reads the type member of the object at p into typ. Unless the
 // type is required, null is as good as absent and leaves typ as it was;
 // a required type must be a string.
-func (r *Reader) typeValue(p Path, how Typing, typ *[]byte) *failure.Public {
+func (r *Reader) typeValue(p *Path, how Typing, typ *[]byte) *failure.Public {
 	if how&TypeRequired == 0 {
 		if isNull, e := r.Null(); isNull || e != nil {
 			return e
@@ -89,4 +114,13 @@ func (r *Reader) typeValue(p Path, how Typing, typ *[]byte) *failure.Public {
 	v, e := r.StrRaw(p.F("type"))
 	*typ = v
 	return e
+}
+
+// unknown reports the member key of the object at p as Unknown. It is kept
+// out of line: inlined, its Path temporaries would enlarge the frames of
+// the member loops, which run for every object read.
+//
+//go:noinline
+func (w *Wording) unknown(p *Path, key []byte) *failure.Public {
+	return w.Unknown(p.F(string(key)))
 }

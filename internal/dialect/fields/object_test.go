@@ -48,7 +48,7 @@ func TestTypedOrder(t *testing.T) {
 	}
 	r := New([]byte(`{"name":"f","z":1}`), &testWords)
 	var f Function
-	p := r.Fields(l, func(key []byte) *failure.Public { return r.FunctionMember(l, key, "schema", &f) })
+	p := r.Fields(l, func(key []byte) *failure.Public { return r.FunctionMember(&l, key, "schema", &f) })
 	if message(p) != "unknown o.z" || f.Name != "f" || !f.HasName {
 		t.Errorf("Fields: %q, %+v", message(p), f)
 	}
@@ -66,7 +66,7 @@ func TestFunction(t *testing.T) {
 		if string(key) == "other" {
 			return r.Skip() // FunctionMember leaves it unread
 		}
-		return r.FunctionMember(l, key, "params", &f)
+		return r.FunctionMember(&l, key, "params", &f)
 	})
 	if p != nil || !f.HasName || !f.HasDescription || !f.HasStrict || !f.HasSchema || !f.Strict || string(f.Schema) != `{"type":"object"}` {
 		t.Fatalf("FunctionMember: %+v, %+v", p, f)
@@ -92,7 +92,7 @@ func TestToolChoice(t *testing.T) {
 	named := func(r *Reader) func(p Path) (string, Path, *failure.Public) {
 		return func(p Path) (string, Path, *failure.Public) {
 			var f Function
-			e := r.Fields(p, func(key []byte) *failure.Public { return r.NameMember(p, key, &f) })
+			e := r.Fields(p, func(key []byte) *failure.Public { return r.NameMember(&p, key, &f) })
 			return f.Name, p.F("name"), e
 		}
 	}

@@ -55,7 +55,7 @@ func decodeTool(s *scanner, l loc) (t canonical.Tool, _ *failure.Public) {
 // before the members after it.
 func readFunction(s *scanner, l loc, schemaKey string) (f fields.Function, _ *failure.Public) {
 	p := s.Fields(l, func(key []byte) *failure.Public {
-		p := s.FunctionMember(l, key, schemaKey, &f)
+		p := s.FunctionMember(&l, key, schemaKey, &f)
 		if p == nil && string(key) == "name" && !dialect.ValidToolName(f.Name) {
 			p = words.BadName(l.F("name"))
 		}
@@ -84,7 +84,7 @@ func namedChoice(s *scanner, l loc) (string, loc, *failure.Public) {
 		switch string(key) {
 		case "function":
 			hasFn = true
-			return s.Fields(fl, func(k []byte) *failure.Public { return s.NameMember(fl, k, &f) })
+			return s.Fields(fl, func(k []byte) *failure.Public { return s.NameMember(&fl, k, &f) })
 		case "custom", "allowed_tools", "name":
 			// Members of tool_choice forms this gateway does not support;
 			// the type check names the form, and the last one is reported.

@@ -23,7 +23,7 @@ func decodeTools(s *scanner) ([]canonical.Tool, *failure.Public) {
 func decodeTool(s *scanner, l loc) (canonical.Tool, *failure.Public) {
 	var f fields.Function
 	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) *failure.Public {
-		return s.FunctionMember(l, key, "parameters", &f)
+		return s.FunctionMember(&l, key, "parameters", &f)
 	}, func(typ []byte) *failure.Public {
 		if string(typ) != "function" {
 			return words.Bad(l.F("type"), "Invalid value for '%s': '%s' tools are not supported by spillway: %s.", l.F("type"), typ, builtIn)
@@ -52,7 +52,7 @@ func decodeToolChoice(s *scanner) (*canonical.ToolChoice, loc, *failure.Public) 
 func namedChoice(s *scanner, l loc) (string, loc, *failure.Public) {
 	var f fields.Function
 	if p := s.Typed(l, fields.TypeRequired|fields.Deferred, func(key []byte) *failure.Public {
-		return s.NameMember(l, key, &f)
+		return s.NameMember(&l, key, &f)
 	}, func(typ []byte) *failure.Public {
 		if string(typ) != "function" {
 			return words.Bad(l.F("type"), "Invalid value for 'tool_choice.type': '%s'. spillway supports only {\"type\": \"function\", \"name\": \"...\"}: %s.", typ, builtIn)
@@ -100,7 +100,7 @@ func decodeFormat(s *scanner, l loc) (rf *canonical.ResponseFormat, _ *failure.P
 	}
 	var f fields.Function
 	p := s.Typed(l, fields.TypeRequired, func(key []byte) *failure.Public {
-		return s.FunctionMember(l, key, "schema", &f)
+		return s.FunctionMember(&l, key, "schema", &f)
 	}, func(typ []byte) *failure.Public {
 		var p *failure.Public
 		rf, p = format(typ, &f, l)
