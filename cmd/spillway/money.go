@@ -305,9 +305,7 @@ name, the key id (key_…), or a public model name the config routes.`, stderr)
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	switch *scope {
-	case ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel:
-	default:
+	if !ledger.IsScope(*scope) {
 		return usageErrorf("--scope must be org, team, key or model")
 	}
 	if *id == "" {

@@ -60,6 +60,15 @@ const (
 	ScopeModel = "model"
 )
 
+// IsScope reports whether kind is one of the scope kinds.
+func IsScope(kind string) bool {
+	switch kind {
+	case ScopeOrg, ScopeTeam, ScopeKey, ScopeModel:
+		return true
+	}
+	return false
+}
+
 // Budget is the limits of one scope. Nil or zero fields mean "no limit".
 type Budget struct {
 	Scope string `json:"scope"` // org, team, key, model

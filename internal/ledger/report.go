@@ -111,6 +111,17 @@ func SortUsage(rows []UsageRow) {
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].CostMicroUSD > rows[j].CostMicroUSD })
 }
 
+// SortSpends orders spends by scope kind, then id: the order every
+// Store.Spends returns.
+func SortSpends(s []Spend) {
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].Scope != s[j].Scope {
+			return s[i].Scope < s[j].Scope
+		}
+		return s[i].ID < s[j].ID
+	})
+}
+
 // FormatUSD writes micro-dollars as a decimal dollar amount with six
 // places ("0.000123", "-1.500000").
 func FormatUSD(micro int64) string {

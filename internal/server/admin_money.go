@@ -118,9 +118,7 @@ func (s *Server) handleSetBudget(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &br) {
 		return
 	}
-	switch br.Scope {
-	case ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel:
-	default:
+	if !ledger.IsScope(br.Scope) {
 		writeJSONError(w, failure.BadRequest("scope", "scope must be org, team, key or model"))
 		return
 	}

@@ -19,10 +19,7 @@ func (s *Store) CreateKey(ctx context.Context, k *ledger.Key) error {
 	if models == nil {
 		models = []string{}
 	}
-	created := k.CreatedAt
-	if created.IsZero() {
-		created = s.now()
-	}
+	created := sqlstore.OrNow(k.CreatedAt, s.now)
 	_, err := s.pool.Exec(ctx, `INSERT INTO keys (id, hash, prefix, org, team, models, created_at, revoked_at, residency, priority)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		k.ID, k.Hash, k.Prefix, k.Org, k.Team, models, micros(created), nullMicros(k.RevokedAt), k.Residency, k.Priority)
@@ -85,10 +82,7 @@ func (s *Store) AdminKeys(ctx context.Context) ([]ledger.AdminKey, error) {
 // RotateAdminKey stores k and revokes every other admin key, in one
 // transaction. A zero CreatedAt is set to now.
 func (s *Store) RotateAdminKey(ctx context.Context, k *ledger.AdminKey) (err error) {
-	created := k.CreatedAt
-	if created.IsZero() {
-		created = s.now()
-	}
+	created := sqlstore.OrNow(k.CreatedAt, s.now)
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("ledger/postgres: rotate admin key: %w", err)
@@ -114,15 +108,10 @@ func (s *Store) RotateAdminKey(ctx context.Context, k *ledger.AdminKey) (err err
 // SetBudget creates or replaces the limits of one scope. A zero UpdatedAt
 // is set to now. An unknown scope kind is refused.
 func (s *Store) SetBudget(ctx context.Context, b *ledger.Budget) error {
-	switch b.Scope {
-	case ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel:
-	default:
+	if !ledger.IsScope(b.Scope) {
 		return fmt.Errorf("ledger/postgres: set budget: unknown scope %q", b.Scope)
 	}
-	updated := b.UpdatedAt
-	if updated.IsZero() {
-		updated = s.now()
-	}
+	updated := sqlstore.OrNow(b.UpdatedAt, s.now)
 	_, err := s.pool.Exec(ctx, `INSERT INTO budgets (scope, id, credit_micro_usd, daily_cap_micro_usd, rpm, tpm, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7)
 	ON CONFLICT (scope, id) DO UPDATE SET

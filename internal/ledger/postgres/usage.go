@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -117,12 +116,7 @@ func (s *Store) Spends(ctx context.Context, dayStart time.Time) ([]ledger.Spend,
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger/postgres: spends: %w", err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Scope != out[j].Scope {
-			return out[i].Scope < out[j].Scope
-		}
-		return out[i].ID < out[j].ID
-	})
+	ledger.SortSpends(out)
 	return out, nil
 }
 

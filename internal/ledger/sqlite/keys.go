@@ -23,10 +23,7 @@ func (s *Store) CreateKey(ctx context.Context, k *ledger.Key) error {
 	if err != nil {
 		return fmt.Errorf("ledger/sqlite: create key: %w", err)
 	}
-	created := k.CreatedAt
-	if created.IsZero() {
-		created = s.now()
-	}
+	created := sqlstore.OrNow(k.CreatedAt, s.now)
 	_, err = s.w.ExecContext(ctx, `INSERT INTO keys (id, hash, prefix, org, team, models, created_at, revoked_at, residency, priority)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.Hash, k.Prefix, k.Org, k.Team, string(mj), micros(created), nullMicros(k.RevokedAt), k.Residency, k.Priority)
@@ -102,10 +99,7 @@ func (s *Store) AdminKeys(ctx context.Context) ([]ledger.AdminKey, error) {
 // RotateAdminKey stores k and revokes every other admin key, in one
 // transaction. A zero CreatedAt is set to now.
 func (s *Store) RotateAdminKey(ctx context.Context, k *ledger.AdminKey) (err error) {
-	created := k.CreatedAt
-	if created.IsZero() {
-		created = s.now()
-	}
+	created := sqlstore.OrNow(k.CreatedAt, s.now)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("ledger/sqlite: rotate admin key: %w", err)
@@ -135,15 +129,10 @@ func (s *Store) RotateAdminKey(ctx context.Context, k *ledger.AdminKey) (err err
 // SetBudget creates or replaces the limits of one scope. A zero UpdatedAt
 // is set to now. An unknown scope kind is refused.
 func (s *Store) SetBudget(ctx context.Context, b *ledger.Budget) error {
-	switch b.Scope {
-	case ledger.ScopeOrg, ledger.ScopeTeam, ledger.ScopeKey, ledger.ScopeModel:
-	default:
+	if !ledger.IsScope(b.Scope) {
 		return fmt.Errorf("ledger/sqlite: set budget: unknown scope %q", b.Scope)
 	}
-	updated := b.UpdatedAt
-	if updated.IsZero() {
-		updated = s.now()
-	}
+	updated := sqlstore.OrNow(b.UpdatedAt, s.now)
 	_, err := s.w.ExecContext(ctx, `INSERT INTO budgets (scope, id, credit_micro_usd, daily_cap_micro_usd, rpm, tpm, updated_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (scope, id) DO UPDATE SET

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
@@ -135,11 +134,6 @@ func (s *Store) Spends(ctx context.Context, dayStart time.Time) (_ []ledger.Spen
 	for _, sp := range sums {
 		out = append(out, *sp)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Scope != out[j].Scope {
-			return out[i].Scope < out[j].Scope
-		}
-		return out[i].ID < out[j].ID
-	})
+	ledger.SortSpends(out)
 	return out, nil
 }

@@ -51,6 +51,15 @@ func NullTime(micros *int64) time.Time {
 	return Time(*micros)
 }
 
+// OrNow is t, or now() when t is zero: the stores stamp a row written
+// without a time (a key's creation, a budget's update) with the present.
+func OrNow(t time.Time, now func() time.Time) time.Time {
+	if t.IsZero() {
+		return now()
+	}
+	return t
+}
+
 // Question is SQLite's placeholder, the same for every argument.
 func Question(int) string { return "?" }
 
