@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 var _ ledger.Pruner = (*Store)(nil)
@@ -37,21 +38,9 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (_ int, 
 	ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)`, metaRawKeptFrom, cut); err != nil {
 		return 0, fmt.Errorf("ledger/sqlite: prune: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT request_id FROM requests WHERE started_at < ?
+	ids, err := sqlstore.List(ctx, reader{tx}, sqlstore.ScanString, `SELECT request_id FROM requests WHERE started_at < ?
 	ORDER BY started_at LIMIT ?`, cut, limit)
 	if err != nil {
-		return 0, fmt.Errorf("ledger/sqlite: prune: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("ledger/sqlite: prune: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Close(); err != nil {
 		return 0, fmt.Errorf("ledger/sqlite: prune: %w", err)
 	}
 	if len(ids) > 0 {
