@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
+	"github.com/spillway-gw/spillway/internal/ledger/sqlstore"
 )
 
 var _ ledger.Pruner = (*Store)(nil)
@@ -27,7 +28,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, er
 	defer cancel()
 	var pb pgx.Batch
 	pb.Queue(`INSERT INTO ledger_meta (name, value) VALUES ($1, $2)
-	ON CONFLICT (name) DO UPDATE SET value = GREATEST(ledger_meta.value, EXCLUDED.value)`, metaRawKeptFrom, cut)
+	ON CONFLICT (name) DO UPDATE SET value = GREATEST(ledger_meta.value, EXCLUDED.value)`, sqlstore.MetaRawKeptFrom, cut)
 	pb.Queue(`WITH ids AS MATERIALIZED (
 		SELECT request_id FROM requests WHERE started_at < $1 ORDER BY started_at LIMIT $2
 	), a AS (

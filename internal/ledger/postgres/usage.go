@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,15 +36,14 @@ const (
 	COALESCE(SUM(cached_tokens), 0)::bigint, COALESCE(SUM(cost_micro_usd), 0)::bigint`
 )
 
-// buildUsage turns q, planned as p, into parameterised SQL; see
-// sqlstore.UsageSQL.BuildUsage.
-func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
-	d := sqlstore.UsageSQL{Daily: usageDailyBranch, Raw: usageRawBranch, Sums: usageAggregates, Param: sqlstore.Dollar,
+// usageSQL is the usage query in PostgreSQL's dialect.
+func usageSQL() *sqlstore.UsageSQL {
+	return &sqlstore.UsageSQL{Store: "ledger/postgres", Daily: usageDailyBranch, Raw: usageRawBranch,
+		Sums: usageAggregates, Param: sqlstore.Dollar,
 		// Byte order, whatever the database's collation: the order the
 		// SQLite store and the reference give.
 		Collate: `COLLATE "C"`,
 	}
-	return d.BuildUsage(q, p)
 }
 
 // Usage reports settled requests over [From, To) of their start time,
@@ -56,7 +53,7 @@ func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 // the partial days at either end of the range from request rows; a
 // partial day the retention has pruned is refused with a
 // *ledger.PrunedError.
-func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.UsageRow, err error) {
+func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) ([]ledger.UsageRow, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
@@ -66,25 +63,7 @@ func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.Usag
 		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	kept, err := rawKeptFrom(ctx, tx)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
-	}
-	plan, err := ledger.PlanUsage(&q, kept, micros(s.now()))
-	if err != nil {
-		return nil, err
-	}
-	text, args := buildUsage(&q, &plan)
-	rows, err := tx.Query(ctx, text, args...)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.ScanUsage(rows, q.GroupBy)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/postgres: usage: %w", err)
-	}
-	return out, nil
+	return usageSQL().Usage(ctx, querier{tx}, &q, micros(s.now()))
 }
 
 // Spends returns settled cost per scope (org, team, key, and model = the
@@ -118,19 +97,4 @@ func (s *Store) Spends(ctx context.Context, dayStart time.Time) ([]ledger.Spend,
 	}
 	ledger.SortSpends(out)
 	return out, nil
-}
-
-// metaRawKeptFrom names ledger_meta's row holding the first stored micro
-// whose raw rows are complete (absent: nothing pruned).
-const metaRawKeptFrom = "raw_kept_from"
-
-// rawKeptFrom reads the first stored micro whose raw rows are complete:
-// math.MinInt64 when nothing was ever pruned.
-func rawKeptFrom(ctx context.Context, tx pgx.Tx) (int64, error) {
-	var v int64
-	err := tx.QueryRow(ctx, `SELECT value FROM ledger_meta WHERE name = $1`, metaRawKeptFrom).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return math.MinInt64, nil
-	}
-	return v, err
 }

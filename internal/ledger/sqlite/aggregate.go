@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"math"
 
 	"github.com/spillway-gw/spillway/internal/ledger"
 )
@@ -26,10 +25,6 @@ const (
 	ON CONFLICT (scope, id) DO UPDATE SET total_micro_usd = total_micro_usd + excluded.total_micro_usd`
 
 	sqlAddRepair = `INSERT INTO repair_pending (request_id) VALUES (?) ON CONFLICT (request_id) DO NOTHING`
-
-	// metaRawKeptFrom names ledger_meta's row holding the first stored
-	// micro whose raw rows are complete (absent: nothing pruned).
-	metaRawKeptFrom = "raw_kept_from"
 )
 
 // writeAggregates adds agg to the aggregate tables inside tx: one
@@ -64,17 +59,4 @@ func (s *Store) writeAggregates(ctx context.Context, tx *sql.Tx, agg *ledger.Agg
 		}
 	}
 	return nil
-}
-
-// rawKeptFrom reads, through q, the first stored micro whose raw rows are
-// complete: math.MinInt64 when nothing was ever pruned.
-func rawKeptFrom(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) (int64, error) {
-	var v int64
-	err := q.QueryRowContext(ctx, `SELECT value FROM ledger_meta WHERE name = ?`, metaRawKeptFrom).Scan(&v)
-	if err == sql.ErrNoRows {
-		return math.MinInt64, nil
-	}
-	return v, err
 }

@@ -54,7 +54,7 @@ func FuzzUsage(f *testing.F) {
 			}
 			return
 		}
-		text, args := buildUsage(&q, &plan)
+		text, args := usageSQL().BuildUsage(&q, &plan)
 		// The same names with other values give the same SQL text.
 		other := ledger.UsageQuery{GroupBy: q.GroupBy, Filters: map[string]string{}}
 		for k, v := range q.Filters {
@@ -64,7 +64,7 @@ func FuzzUsage(f *testing.F) {
 				other.Filters[k] = v + "~other"
 			}
 		}
-		text2, args2 := buildUsage(&other, &plan)
+		text2, args2 := usageSQL().BuildUsage(&other, &plan)
 		if text2 != text || len(args2) != len(args) {
 			t.Fatalf("SQL depends on values:\n%s\n%s", text, text2)
 		}

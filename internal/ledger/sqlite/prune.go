@@ -35,7 +35,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (_ int, 
 		}
 	}()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_meta (name, value) VALUES (?, ?)
-	ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)`, metaRawKeptFrom, cut); err != nil {
+	ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)`, sqlstore.MetaRawKeptFrom, cut); err != nil {
 		return 0, fmt.Errorf("ledger/sqlite: prune: %w", err)
 	}
 	ids, err := sqlstore.List(ctx, reader{tx}, sqlstore.ScanString, `SELECT request_id FROM requests WHERE started_at < ?

@@ -32,11 +32,10 @@ const (
 	COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_micro_usd), 0)`
 )
 
-// buildUsage turns q, planned as p, into parameterised SQL; see
-// sqlstore.UsageSQL.BuildUsage.
-func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
-	d := sqlstore.UsageSQL{Daily: usageDailyBranch, Raw: usageRawBranch, Sums: usageAggregates, Param: sqlstore.Question}
-	return d.BuildUsage(q, p)
+// usageSQL is the usage query in SQLite's dialect.
+func usageSQL() *sqlstore.UsageSQL {
+	return &sqlstore.UsageSQL{Store: "ledger/sqlite", Daily: usageDailyBranch, Raw: usageRawBranch,
+		Sums: usageAggregates, Param: sqlstore.Question}
 }
 
 // Usage reports settled requests over [From, To) of their start time,
@@ -47,7 +46,7 @@ func buildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string, []any) {
 // (however old: they are never pruned), the partial days at either end of
 // the range from request rows; a partial day the retention has pruned is
 // refused with a *ledger.PrunedError.
-func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.UsageRow, err error) {
+func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) ([]ledger.UsageRow, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
@@ -58,25 +57,7 @@ func (s *Store) Usage(ctx context.Context, q ledger.UsageQuery) (_ []ledger.Usag
 		return nil, fmt.Errorf("ledger/sqlite: usage: %w", err)
 	}
 	defer tx.Rollback()
-	kept, err := rawKeptFrom(ctx, tx)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: usage: %w", err)
-	}
-	plan, err := ledger.PlanUsage(&q, kept, micros(s.now()))
-	if err != nil {
-		return nil, err
-	}
-	text, args := buildUsage(&q, &plan)
-	rows, err := tx.QueryContext(ctx, text, args...)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: usage: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.ScanUsage(rows, q.GroupBy)
-	if err != nil {
-		return nil, fmt.Errorf("ledger/sqlite: usage: %w", err)
-	}
-	return out, nil
+	return usageSQL().Usage(ctx, reader{tx}, &q, micros(s.now()))
 }
 
 // Spends returns settled cost per scope (org, team, key, and model = the

@@ -111,3 +111,10 @@ func ScanString(sc Scanner) (string, error) {
 	err := sc.Scan(&s)
 	return s, err
 }
+
+// ScanInt64 reads a row of one integer column.
+func ScanInt64(sc Scanner) (int64, error) {
+	var v int64
+	err := sc.Scan(&v)
+	return v, err
+}

@@ -1,7 +1,9 @@
 package sqlstore
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -29,12 +31,18 @@ func DimColumn(name string) string {
 	panic("ledger/sqlstore: unvalidated dimension") // Validate runs first
 }
 
+// MetaRawKeptFrom names ledger_meta's row holding the first stored micro
+// whose raw rows are complete (absent: nothing pruned); Prune raises it.
+const MetaRawKeptFrom = "raw_kept_from"
+
 // UsageSQL is one dialect's text for a usage query. Both branches yield
 // the same columns: usage_daily's rows as they are, request rows counted
 // one each by the rules of ledger.Request's Succeeded, Failed and
 // FailedOver methods, figures bounded as ledger.Request.Bounded says (the
 // conformance suite holds them together).
 type UsageSQL struct {
+	// Store names the store in errors ("ledger/sqlite").
+	Store string
 	// Daily selects usage_daily's columns and ends in a WHERE clause that
 	// holds (conditions follow as " AND ...").
 	Daily string
@@ -52,6 +60,36 @@ type UsageSQL struct {
 	// groups are ordered by position (the column's own order is byte
 	// order already).
 	Collate string
+}
+
+// Usage answers q, validated, through r: a read transaction, so that the
+// pruning horizon and the rows it guards come from one snapshot. now
+// (micros) ends a range open at the top. A query the plan refuses fails
+// as ledger.PlanUsage says (a *ledger.PrunedError for pruned rows).
+func (d *UsageSQL) Usage(ctx context.Context, r Querier, q *ledger.UsageQuery, now int64) ([]ledger.UsageRow, error) {
+	kept, err := List(ctx, r, ScanInt64, `SELECT value FROM ledger_meta WHERE name = `+d.Param(1), MetaRawKeptFrom)
+	if err != nil {
+		return nil, fmt.Errorf("%s: usage: %w", d.Store, err)
+	}
+	from := int64(math.MinInt64) // nothing was ever pruned
+	if len(kept) > 0 {
+		from = kept[0]
+	}
+	plan, err := ledger.PlanUsage(q, from, now)
+	if err != nil {
+		return nil, err
+	}
+	text, args := d.BuildUsage(q, &plan)
+	rows, err := r.Query(ctx, text, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: usage: %w", d.Store, err)
+	}
+	defer rows.Close()
+	out, err := ScanUsage(rows, q.GroupBy)
+	if err != nil {
+		return nil, fmt.Errorf("%s: usage: %w", d.Store, err)
+	}
+	return out, nil
 }
 
 // BuildUsage turns q, planned as p, into parameterised SQL: whole days
