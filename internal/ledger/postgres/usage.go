@@ -24,12 +24,7 @@ const (
 	±1::bigint AS requests, ±(status = 'ok')::int::bigint AS succeeded,
 	±(status IN ('failed', 'interrupted'))::int::bigint AS failed,
 	±(route_depth >= 0 AND (route_depth > 0 OR attempts > 1))::int::bigint AS failed_over, ±attempts::bigint AS attempts,
-	±(CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END) AS input_tokens,
-	±(CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END) AS output_tokens,
-	±(CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END) AS cached_tokens,
-	±(CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
-		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END) AS cost_micro_usd
-	FROM requests WHERE started_at >= `
+	` + sqlstore.RawFigures
 	usageAggregates = `COALESCE(SUM(requests), 0)::bigint, COALESCE(SUM(succeeded), 0)::bigint,
 	COALESCE(SUM(failed), 0)::bigint, COALESCE(SUM(failed_over), 0)::bigint, COALESCE(SUM(attempts), 0)::bigint,
 	COALESCE(SUM(input_tokens), 0)::bigint, COALESCE(SUM(output_tokens), 0)::bigint,

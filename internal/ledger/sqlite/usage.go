@@ -21,12 +21,7 @@ const (
 	usageRawBranch = `SELECT started_at / 86400000000 AS day, org, team, key_id, public_model, deployment,
 	±1 AS requests, ±(status = 'ok') AS succeeded, ±(status IN ('failed', 'interrupted')) AS failed,
 	±(route_depth >= 0 AND (route_depth > 0 OR attempts > 1)) AS failed_over, ±attempts AS attempts,
-	±(CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END) AS input_tokens,
-	±(CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END) AS output_tokens,
-	±(CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END) AS cached_tokens,
-	±(CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
-		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END) AS cost_micro_usd
-	FROM requests WHERE started_at >= `
+	` + sqlstore.RawFigures
 	usageAggregates = `COALESCE(SUM(requests), 0), COALESCE(SUM(succeeded), 0), COALESCE(SUM(failed), 0),
 	COALESCE(SUM(failed_over), 0), COALESCE(SUM(attempts), 0), COALESCE(SUM(input_tokens), 0),
 	COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cost_micro_usd), 0)`

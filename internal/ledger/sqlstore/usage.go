@@ -35,6 +35,17 @@ func DimColumn(name string) string {
 // whose raw rows are complete (absent: nothing pruned); Prune raises it.
 const MetaRawKeptFrom = "raw_kept_from"
 
+// RawFigures ends every dialect's UsageSQL.Raw: request rows' figures,
+// each after the sign marker, bounded as ledger.Request.Bounded says (the
+// literals are ledger.MaxTokens and ledger.MaxCostMicro), then the
+// span's start.
+const RawFigures = `±(CASE WHEN input_tokens BETWEEN 0 AND 100000000 THEN input_tokens ELSE 0 END) AS input_tokens,
+	±(CASE WHEN output_tokens BETWEEN 0 AND 100000000 THEN output_tokens ELSE 0 END) AS output_tokens,
+	±(CASE WHEN cached_tokens BETWEEN 0 AND 100000000 THEN cached_tokens ELSE 0 END) AS cached_tokens,
+	±(CASE WHEN cost_micro_usd BETWEEN 0 AND 10000000000000 THEN cost_micro_usd
+		WHEN reserved_micro_usd BETWEEN 0 AND 10000000000000 THEN reserved_micro_usd ELSE 0 END) AS cost_micro_usd
+	FROM requests WHERE started_at >= `
+
 // UsageSQL is one dialect's text for a usage query. Both branches yield
 // the same columns: usage_daily's rows as they are, request rows counted
 // one each by the rules of ledger.Request's Succeeded, Failed and
