@@ -16,7 +16,7 @@ type ClosingRows interface {
 	Close()
 }
 
-// List runs query through q and reads every row with scan (see Collect),
+// List runs query through q and reads every row with scan (see collect),
 // closing the rows.
 func List[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, query, args...)
@@ -24,5 +24,5 @@ func List[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), 
 		return nil, err
 	}
 	defer rows.Close()
-	return Collect(rows, scan)
+	return collect(rows, scan)
 }

@@ -1,7 +1,8 @@
-// Package sqlstore holds what the SQL ledger stores (internal/ledger/sqlite
-// and internal/ledger/postgres) share: scanning rows into ledger types, the
-// usage query's shape, the migration loop. Each store keeps its SQL text
-// and its dialect's differences; this package knows neither driver.
+// Package sqlstore is what the SQL ledger stores (internal/ledger/sqlite
+// and internal/ledger/postgres) share: scanning rows into ledger types,
+// running reads, the usage query's assembly, Repair's reads and the
+// migration runner. Each store keeps its SQL dialect, its transactions and
+// its driver; this package imports no driver, and only ledger.
 package sqlstore
 
 import (
@@ -15,17 +16,17 @@ type Scanner interface {
 	Scan(dst ...any) error
 }
 
-// Rows is a result set being read. Closing it stays with the caller: the
-// drivers' Close methods differ.
+// Rows is a result set being read (ClosingRows adds its Close: the
+// drivers' Close methods differ, and each store adapts its own).
 type Rows interface {
 	Scanner
 	Next() bool
 	Err() error
 }
 
-// Collect reads every row of rows with scan. An empty result is a nil
+// collect reads every row of rows with scan. An empty result is a nil
 // slice, as the stores' listings have always returned.
-func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
+func collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
 	var out []T
 	for rows.Next() {
 		v, err := scan(rows)

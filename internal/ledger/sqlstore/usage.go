@@ -96,7 +96,7 @@ func (d *UsageSQL) Usage(ctx context.Context, r Querier, q *ledger.UsageQuery, n
 		return nil, fmt.Errorf("%s: usage: %w", d.Store, err)
 	}
 	defer rows.Close()
-	out, err := ScanUsage(rows, q.GroupBy)
+	out, err := scanUsage(rows, q.GroupBy)
 	if err != nil {
 		return nil, fmt.Errorf("%s: usage: %w", d.Store, err)
 	}
@@ -189,9 +189,9 @@ func (d *UsageSQL) BuildUsage(q *ledger.UsageQuery, p *ledger.UsagePlan) (string
 	return b.String(), args
 }
 
-// ScanUsage reads the rows of a query BuildUsage wrote for groupBy: the
+// scanUsage reads the rows of a query BuildUsage wrote for groupBy: the
 // group columns (the day as its day number), then the nine measures.
-func ScanUsage(rows Rows, groupBy []string) ([]ledger.UsageRow, error) {
+func scanUsage(rows Rows, groupBy []string) ([]ledger.UsageRow, error) {
 	var out []ledger.UsageRow
 	groups := make([]any, len(groupBy))
 	for rows.Next() {
