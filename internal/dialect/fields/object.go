@@ -3,8 +3,8 @@ package fields
 import "github.com/spillway-gw/spillway/internal/failure"
 
 // Fields reads an object at p whose members are all known in advance:
-// member reads the value of each key it knows and leaves any other unread,
-// which is reported as Unknown at once. Telling a member by whether its
+// member reads the value of each key it knows and does not touch the
+// Reader for any other, which is reported as Unknown at once. Telling a member by whether its
 // value was read keeps the unknown case out of every dialect's switch.
 //
 // The loop is written out, not a closure around Members: it runs for
@@ -18,12 +18,13 @@ func (r *Reader) Fields(p Path, member func(key []byte) *failure.Public) *failur
 		if e != nil || !ok {
 			return e
 		}
-		// Every value is at least one byte long, so a read moves on.
-		at := r.s.Mark()
+		// Every value is at least one byte long, so a read moves on; a
+		// member that does not know key leaves the scanner alone.
+		at := r.s.Offset()
 		if e := member(key); e != nil {
 			return e
 		}
-		if r.s.Mark() == at {
+		if r.s.Offset() == at {
 			return r.w.unknown(&p, key)
 		}
 	}
@@ -84,12 +85,12 @@ func (r *Reader) typed(p *Path, how Typing, member func(key []byte) *failure.Pub
 			}
 			continue
 		}
-		at := r.s.Mark()
+		at := r.s.Offset()
 		if e := member(key); e != nil {
 			return nil, false, nil, e
 		}
 		switch {
-		case r.s.Mark() != at:
+		case r.s.Offset() != at:
 			continue
 		case how&Deferred == 0:
 			return nil, false, nil, r.w.unknown(p, key)

@@ -384,6 +384,11 @@ func (s *Scanner) Mark() int {
 	return s.i
 }
 
+// Offset is the position reached in the input, with no whitespace
+// skipped (unlike Mark): two offsets tell whether anything was read between
+// them, at the cost of a field load.
+func (s *Scanner) Offset() int { return s.i }
+
 // Since returns the input from mark to the current position, capped like
 // Raw's result.
 func (s *Scanner) Since(mark int) []byte { return s.b[mark:s.i:s.i] }
