@@ -105,7 +105,7 @@ func decodeTool(s *scanner, l path) (canonical.Tool, *failure.Public) {
 	if refused != nil {
 		return canonical.Tool{}, words.Unsupported(l.F(string(refused)), "tool search and programmatic tool calling are not available through every provider of a model")
 	}
-	if p := f.CheckName(&words, l); p != nil {
+	if p := f.CheckName(&words, &l); p != nil {
 		return canonical.Tool{}, p
 	}
 	if !f.HasSchema {

@@ -28,7 +28,9 @@ type Function struct {
 func (r *Reader) FunctionMember(p *Path, key []byte, schemaKey string, f *Function) (e *failure.Public) {
 	switch string(key) {
 	case "name":
-		e = r.NameMember(p, key, f)
+		// NameMember's two lines, not a call to it: one call less per tool.
+		f.HasName = true
+		f.Name, e = r.Str(p.F("name"))
 	case "description":
 		f.HasDescription = true
 		f.Description, _, e = r.OptStr(p.F("description"))
@@ -62,7 +64,7 @@ func (r *Reader) NameMember(p *Path, key []byte, f *Function) (e *failure.Public
 
 // CheckName reports a function at p without a name, or with a name that
 // providers refuse (see dialect.ValidToolName).
-func (f *Function) CheckName(w *Wording, p Path) *failure.Public {
+func (f *Function) CheckName(w *Wording, p *Path) *failure.Public {
 	switch {
 	case !f.HasName:
 		return w.Missing(p.F("name"))

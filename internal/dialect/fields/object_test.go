@@ -71,10 +71,10 @@ func TestFunction(t *testing.T) {
 	if p != nil || !f.HasName || !f.HasDescription || !f.HasStrict || !f.HasSchema || !f.Strict || string(f.Schema) != `{"type":"object"}` {
 		t.Fatalf("FunctionMember: %+v, %+v", p, f)
 	}
-	if got := message(f.CheckName(&w, l)); got != "pattern f.name" {
+	if got := message(f.CheckName(&w, &l)); got != "pattern f.name" {
 		t.Errorf("CheckName of a name with a space: %q", got)
 	}
-	if got := message((&Function{}).CheckName(&w, l)); got != "required f.name" {
+	if got := message((&Function{}).CheckName(&w, &l)); got != "required f.name" {
 		t.Errorf("CheckName without a name: %q", got)
 	}
 	f.Name = "get_weather"

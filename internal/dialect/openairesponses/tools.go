@@ -32,7 +32,7 @@ func decodeTool(s *scanner, l loc) (canonical.Tool, *failure.Public) {
 	}); p != nil {
 		return canonical.Tool{}, p
 	}
-	if p := f.CheckName(&words, l); p != nil {
+	if p := f.CheckName(&words, &l); p != nil {
 		return canonical.Tool{}, p
 	}
 	return f.Tool(), nil
@@ -129,7 +129,7 @@ func format(typ []byte, f *fields.Function, l loc) (*canonical.ResponseFormat, *
 		}
 		return &canonical.ResponseFormat{Type: canonical.FormatJSONObject}, nil
 	case "json_schema":
-		if p := f.CheckName(&words, l); p != nil {
+		if p := f.CheckName(&words, &l); p != nil {
 			return nil, p
 		}
 		if f.Schema == nil {
