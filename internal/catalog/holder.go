@@ -269,8 +269,8 @@ func (w *watcher) poll() bool {
 }
 
 // RestartOnly names the settings read once at start-up (the listener, the
-// ledger, the idempotency store) whose value in c differs from boot's, as
-// "name (running → configured)".
+// ledger, the idempotency store, shared_state) whose value in c differs
+// from boot's, as "name (running → configured)".
 func RestartOnly(boot, c *Config) []string {
 	var out []string
 	diff := func(name string, a, b any) {
@@ -293,6 +293,17 @@ func RestartOnly(boot, c *Config) []string {
 	diff("idempotency.max_entries", boot.Idempotency.MaxEntries, c.Idempotency.MaxEntries)
 	diff("idempotency.max_bytes", boot.Idempotency.MaxBytes, c.Idempotency.MaxBytes)
 	diff("idempotency.ttl", boot.Idempotency.TTL.D(), c.Idempotency.TTL.D())
+	// serve connects to Redis and applies its policies once.
+	bss, css := &boot.SharedState, &c.SharedState
+	diff("shared_state.driver", bss.Driver, css.Driver)
+	diff("shared_state.url_env", bss.URLEnv, css.URLEnv)
+	diff("shared_state.key_prefix", bss.KeyPrefix, css.KeyPrefix)
+	diff("shared_state.timeout", bss.Timeout.D(), css.Timeout.D())
+	diff("shared_state.retry_every", bss.RetryEvery.D(), css.RetryEvery.D())
+	diff("shared_state.probe_lease", bss.ProbeLease.D(), css.ProbeLease.D())
+	diff("shared_state.budgets_when_down", bss.BudgetsWhenDown, css.BudgetsWhenDown)
+	diff("shared_state.down_allowance", bss.DownAllowance, css.DownAllowance)
+	diff("shared_state.idempotency_when_down", bss.IdempotencyWhenDown, css.IdempotencyWhenDown)
 	return out
 }
 

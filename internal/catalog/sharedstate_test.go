@@ -114,3 +114,37 @@ func TestSharedStateURL(t *testing.T) {
 		t.Errorf("none: %q %v", u, ps)
 	}
 }
+
+// Every shared_state setting is read once, when serve connects to Redis: a
+// reload that changes one must say it waits for a restart, or an operator
+// who switches idempotency_when_down from local to refuse believes keyed
+// retries are protected while this replica still runs them twice.
+func TestSharedStateIsRestartOnly(t *testing.T) {
+	tests := []struct {
+		name string
+		set  func(s *SharedState)
+		want string
+	}{
+		{"driver", func(s *SharedState) { s.Driver = SharedRedis }, "shared_state.driver (none → redis)"},
+		{"url_env", func(s *SharedState) { s.URLEnv = "OTHER_URL" }, "shared_state.url_env (SPILLWAY_REDIS_URL → OTHER_URL)"},
+		{"key_prefix", func(s *SharedState) { s.KeyPrefix = "b:" }, "shared_state.key_prefix (a: → b:)"},
+		{"timeout", func(s *SharedState) { s.Timeout = Duration(time.Second) }, "shared_state.timeout (50ms → 1s)"},
+		{"retry_every", func(s *SharedState) { s.RetryEvery = Duration(2 * time.Second) }, "shared_state.retry_every (1s → 2s)"},
+		{"probe_lease", func(s *SharedState) { s.ProbeLease = Duration(time.Minute) }, "shared_state.probe_lease (30s → 1m0s)"},
+		{"budgets_when_down", func(s *SharedState) { s.BudgetsWhenDown = BudgetsDownAllowance }, "shared_state.budgets_when_down (refuse → allowance)"},
+		{"down_allowance", func(s *SharedState) { s.DownAllowance = 0.2 }, "shared_state.down_allowance (0 → 0.2)"},
+		{"idempotency_when_down", func(s *SharedState) { s.IdempotencyWhenDown = IdempotencyDownLocal }, "shared_state.idempotency_when_down (refuse → local)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			boot := &Config{SharedState: SharedState{Driver: SharedNone, URLEnv: "SPILLWAY_REDIS_URL", KeyPrefix: "a:",
+				Timeout: Duration(50 * time.Millisecond), RetryEvery: Duration(time.Second), ProbeLease: Duration(30 * time.Second),
+				BudgetsWhenDown: BudgetsDownRefuse, IdempotencyWhenDown: IdempotencyDownRefuse}}
+			now := *boot
+			tc.set(&now.SharedState)
+			if got := RestartOnly(boot, &now); len(got) != 1 || got[0] != tc.want {
+				t.Errorf("RestartOnly = %q, want [%q]", got, tc.want)
+			}
+		})
+	}
+}
