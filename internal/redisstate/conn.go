@@ -300,7 +300,14 @@ func (c *Client) keep(q queued) {
 	c.pending = append(c.pending, q)
 }
 
-// flushPending sends the kept writes, in order, once Redis is back.
+func (c *Client) hasPending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
+// flushPending sends the kept writes, in order, once Redis is back (and,
+// while it is up, every RetryEvery).
 func (c *Client) flushPending() {
 	c.mu.Lock()
 	qs := c.pending
@@ -361,6 +368,13 @@ func (c *Client) monitor() {
 		case <-t.C:
 		}
 		if c.up.Load() {
+			// Writes kept while Redis is up (the queue was full, or the
+			// pool had no connection) would otherwise wait for an outage
+			// to end: a decision among them leaves its key in flight for
+			// the other replicas until InFlightLease.
+			if c.hasPending() {
+				c.flushPending()
+			}
 			continue
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, max(c.o.Timeout, 100*time.Millisecond))

@@ -147,3 +147,58 @@ func TestIdempotencyLateClaimReleased(t *testing.T) {
 	t.Logf("B owned the key %s after A's Redis answered in time again", time.Since(start))
 	c.Owner.Release()
 }
+
+// A decision that finds the write queue full while Redis is up is kept,
+// and must still be written while Redis stays up: otherwise the key stays
+// in flight for every other replica until InFlightLease, after which a
+// retry runs (and bills) again. Redis answers slowly here (its replies
+// 300 ms late) but never goes down, and the queue holds one write.
+func TestIdempotencyDecisionKeptWhileUp(t *testing.T) {
+	tests := []struct {
+		name   string
+		decide func(o *idempotency.Owner)
+		state  string
+	}{
+		{"completed", func(o *idempotency.Owner) { o.Complete(streamRec()) }, "completed"},
+		{"failed", func(o *idempotency.Owner) { o.Fail(&idempotency.Recording{Status: 502, Body: []byte("{}")}) }, "failed"},
+		{"abandoned", func(o *idempotency.Owner) { o.Abandon() }, "abandoned"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			url := redisURL(t)
+			p, purl := newProxy(t, url)
+			prefix := testPrefix()
+			a := open(t, purl, prefix, func(o *Options) { o.QueueSize = 1 })
+			st := sharedStores(t, a)
+			ctx := context.Background()
+			keys := []string{"q0", "q1", "q2", "q3"}
+			owners := make([]*idempotency.Owner, len(keys))
+			for i, k := range keys {
+				c, err := st[0].Begin(ctx, "tenant", k, [32]byte{9, byte(i)})
+				if err != nil || c.Owner == nil {
+					t.Fatalf("claim %s: %+v %v", k, c, err)
+				}
+				owners[i] = c.Owner
+			}
+			p.Delay(300*time.Millisecond, 1) // the writer is busy with the first decision
+			for _, o := range owners {
+				tc.decide(o) // the others fill the queue, then are kept
+			}
+			p.Delay(0, 1)
+			o, _ := redis.ParseURL(url)
+			raw := redis.NewClient(o)
+			defer raw.Close()
+			waitFor(t, 5*time.Second, "every decision written while Redis is up", func() bool {
+				for _, k := range keys {
+					if raw.HGet(ctx, a.idem.Load().key("tenant", k), "s").Val() != tc.state {
+						return false
+					}
+				}
+				return true
+			})
+			if !a.Up() {
+				t.Error("Redis was marked down: this test is about a Redis that stays up")
+			}
+		})
+	}
+}
