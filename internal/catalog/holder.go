@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,7 +270,8 @@ func (w *watcher) poll() bool {
 }
 
 // RestartOnly names the settings read once at start-up (the listener, the
-// ledger, the idempotency store, shared_state) whose value in c differs
+// ledger, the idempotency store, shared_state, retention, access-log
+// sampling, the pin store's capacity, tracing) whose value in c differs
 // from boot's, as "name (running → configured)".
 func RestartOnly(boot, c *Config) []string {
 	var out []string
@@ -304,7 +306,31 @@ func RestartOnly(boot, c *Config) []string {
 	diff("shared_state.budgets_when_down", bss.BudgetsWhenDown, css.BudgetsWhenDown)
 	diff("shared_state.down_allowance", bss.DownAllowance, css.DownAllowance)
 	diff("shared_state.idempotency_when_down", bss.IdempotencyWhenDown, css.IdempotencyWhenDown)
+	// serve builds these once: the pruner, the access log's sampler, the
+	// pin store and the trace exporter.
+	diff("ledger.retention", boot.Ledger.Retention.D(), c.Ledger.Retention.D())
+	ba, ca := &boot.Log.Access, &c.Log.Access
+	diff("log.access.ok", rate(ba.OK), rate(ca.OK))
+	diff("log.access.client_error", rate(ba.ClientError), rate(ca.ClientError))
+	diff("log.access.error", rate(ba.Error), rate(ca.Error))
+	diff("routing.sticky_capacity", boot.Routing.StickyCapacity, c.Routing.StickyCapacity)
+	bt, ct := &boot.Telemetry.Traces, &c.Telemetry.Traces
+	diff("telemetry.traces.exporter", bt.Exporter, ct.Exporter)
+	diff("telemetry.traces.endpoint", bt.Endpoint, ct.Endpoint)
+	diff("telemetry.traces.sample", rate(bt.Sample), rate(ct.Sample))
+	diff("telemetry.traces.headers_env", bt.HeadersEnv, ct.HeadersEnv)
+	diff("telemetry.traces.service_name", bt.ServiceName, ct.ServiceName)
+	diff("telemetry.traces.timeout", bt.Timeout.D(), ct.Timeout.D())
+	diff("telemetry.traces.queue_size", bt.QueueSize, ct.QueueSize)
 	return out
+}
+
+// rate is an optional share as it reads in a message: "unset" or its value.
+func rate(v *float64) string {
+	if v == nil {
+		return "unset"
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
 }
 
 func (w *watcher) fail(err error) {

@@ -268,3 +268,42 @@ func TestReloadSaysWhatNeedsARestart(t *testing.T) {
 		t.Errorf("back to the running values, a restart is still asked for:\n%s", logs.String())
 	}
 }
+
+// Every setting serve reads once at start-up outside shared_state (those
+// are TestSharedStateIsRestartOnly's) is named when a reload changes it,
+// so a reload never silently keeps the running value.
+func TestRestartOnlyStartupSettings(t *testing.T) {
+	half, one := 0.5, 1.0
+	tests := []struct {
+		name string
+		set  func(c *Config)
+		want string
+	}{
+		{"retention", func(c *Config) { c.Ledger.Retention = Retention(90 * 24 * time.Hour) }, "ledger.retention (0s → 2160h0m0s)"},
+		{"access ok", func(c *Config) { c.Log.Access.OK = &half }, "log.access.ok (unset → 0.5)"},
+		{"access client_error", func(c *Config) { c.Log.Access.ClientError = &half }, "log.access.client_error (unset → 0.5)"},
+		{"access error", func(c *Config) { c.Log.Access.Error = &half }, "log.access.error (unset → 0.5)"},
+		{"sticky_capacity", func(c *Config) { c.Routing.StickyCapacity = 10 }, "routing.sticky_capacity (100000 → 10)"},
+		{"exporter", func(c *Config) { c.Telemetry.Traces.Exporter = TraceExporterOTLPHTTP }, "telemetry.traces.exporter (none → otlp_http)"},
+		{"endpoint", func(c *Config) { c.Telemetry.Traces.Endpoint = "http://collector:4318" }, "telemetry.traces.endpoint ( → http://collector:4318)"},
+		{"sample", func(c *Config) { c.Telemetry.Traces.Sample = &half }, "telemetry.traces.sample (1 → 0.5)"},
+		{"headers_env", func(c *Config) { c.Telemetry.Traces.HeadersEnv = "OTLP_HEADERS" }, "telemetry.traces.headers_env ( → OTLP_HEADERS)"},
+		{"service_name", func(c *Config) { c.Telemetry.Traces.ServiceName = "gw" }, "telemetry.traces.service_name (spillway → gw)"},
+		{"timeout", func(c *Config) { c.Telemetry.Traces.Timeout = Duration(time.Second) }, "telemetry.traces.timeout (10s → 1s)"},
+		{"queue_size", func(c *Config) { c.Telemetry.Traces.QueueSize = 16 }, "telemetry.traces.queue_size (2048 → 16)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			boot := &Config{Routing: Routing{StickyCapacity: 100000}, Telemetry: Telemetry{Traces: Traces{
+				Exporter: TraceExporterNone, Sample: &one, ServiceName: "spillway", Timeout: Duration(10 * time.Second), QueueSize: 2048}}}
+			now := *boot
+			tc.set(&now)
+			if got := RestartOnly(boot, &now); len(got) != 1 || got[0] != tc.want {
+				t.Errorf("RestartOnly = %q, want [%q]", got, tc.want)
+			}
+			if got := RestartOnly(boot, boot); len(got) != 0 {
+				t.Errorf("unchanged config: RestartOnly = %q", got)
+			}
+		})
+	}
+}
