@@ -1,9 +1,16 @@
 package server_test
 
 import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/spillway-gw/spillway/internal/catalog"
+	"github.com/spillway-gw/spillway/internal/idempotency"
+	"github.com/spillway-gw/spillway/internal/server"
 )
 
 // The client conformance suite's gateway: one model per provider kind, a
@@ -53,7 +60,14 @@ type confHarness struct {
 
 func newConformanceHarness(t testing.TB) *confHarness {
 	t.Helper()
-	h := newHarnessWith(t, func(c *catalog.Config) {
+	// Multi-replica idempotency, as with shared_state: the shared store
+	// owns every key, except that it cannot answer the first claim of a
+	// key starting awayOncePrefix (Redis away for a moment), which the
+	// gateway refuses with 503 idempotency_unavailable (DownRefuse).
+	idem := idempotency.New(idempotency.Options{})
+	idem.SetShared(&awayOnceShared{failed: map[string]bool{}})
+	idem.SetDownPolicy(idempotency.DownRefuse)
+	h := newHarnessOpts(t, func(c *catalog.Config) {
 		c.Pools, c.Routes = nil, nil
 		for _, m := range confModels {
 			p := catalog.Pool{ID: m.model, Model: m.model, Deployments: m.rungs}
@@ -76,7 +90,7 @@ func newConformanceHarness(t testing.TB) *confHarness {
 				d.Health.MaxErrorRate = -1
 			}
 		}
-	},
+	}, func(o *server.Options) { o.Idempotency = idem },
 		rungSpec{"openai", "openai"}, rungSpec{"anthropic", "anthropic"}, rungSpec{"bedrock", "bedrock"},
 		rungSpec{"gemini", "gemini"}, rungSpec{"flaky", "openai"}, rungSpec{"broken", "openai"},
 		rungSpec{"bedrock-embed", "bedrock"}, rungSpec{"cohere.embed", "bedrock"})
@@ -85,4 +99,34 @@ func newConformanceHarness(t testing.TB) *confHarness {
 	broke, rec := h.newKey(t)
 	h.setBudget(t, `{"scope":"key","id":"`+rec+`","credit_usd":0}`)
 	return &confHarness{harness: h, brokeKey: broke}
+}
+
+// awayOncePrefix starts the Idempotency-Keys whose first claim the
+// conformance gateway's shared idempotency store cannot answer (the Node
+// clients pass it as SPILLWAY_IDEM_AWAY_ONCE).
+const awayOncePrefix = "node-redis-away-once-"
+
+// awayOnceShared is a shared idempotency store that owns every key it is
+// asked about, except that the first claim of each key starting
+// awayOncePrefix fails as if Redis were unreachable. Replays are answered
+// by the gateway's own store, which keeps every decided key.
+type awayOnceShared struct {
+	mu     sync.Mutex
+	failed map[string]bool // the away-once keys whose first claim failed
+}
+
+func (s *awayOnceShared) Claim(_ context.Context, tenant, key string, _ [32]byte) (idempotency.SharedClaim, error) {
+	if strings.HasPrefix(key, awayOncePrefix) {
+		s.mu.Lock()
+		first := !s.failed[tenant+"\x00"+key]
+		s.failed[tenant+"\x00"+key] = true
+		s.mu.Unlock()
+		if first {
+			return idempotency.SharedClaim{}, errors.New("shared store unreachable")
+		}
+	}
+	return idempotency.SharedClaim{State: idempotency.SharedOwned}, nil
+}
+func (*awayOnceShared) Wait(ctx context.Context, _, _ string) error { return ctx.Err() }
+func (*awayOnceShared) Finish(string, string, [32]byte, idempotency.SharedState, *idempotency.Recording, time.Duration) {
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,12 +37,24 @@ func TestNodeClients(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "--test-concurrency=1", "test/")
 	cmd.Dir = dir
+	// The mocks' base URLs by deployment: a case reads a provider's call
+	// count from its GET /_mock/stats.
+	mocks := map[string]string{}
+	for _, d := range h.cfg.Deployments {
+		mocks[d.ID] = d.BaseURL
+	}
+	mocksJSON, err := json.Marshal(mocks)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Env = append(os.Environ(),
 		"SPILLWAY_URL="+h.gw.URL,
 		"SPILLWAY_KEY="+h.key,
 		"SPILLWAY_BROKE_KEY="+h.brokeKey,
 		"SPILLWAY_ADMIN_KEY="+adminKey,
 		"SPILLWAY_MAX_BODY_BYTES=262144",
+		"SPILLWAY_MOCKS="+string(mocksJSON),
+		"SPILLWAY_IDEM_AWAY_ONCE="+awayOncePrefix,
 	)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", out)

@@ -9,6 +9,11 @@ export const KEY = process.env.SPILLWAY_KEY ?? '';
 export const BROKE_KEY = process.env.SPILLWAY_BROKE_KEY ?? '';
 export const ADMIN_KEY = process.env.SPILLWAY_ADMIN_KEY ?? '';
 export const MAX_BODY_BYTES = Number(process.env.SPILLWAY_MAX_BODY_BYTES ?? 262144);
+// The mock providers' base URLs by deployment id (JSON), for their call counts.
+export const MOCKS = JSON.parse(process.env.SPILLWAY_MOCKS || '{}');
+// Idempotency-Keys starting with this prefix find the gateway's shared
+// idempotency store away on their first claim: 503 idempotency_unavailable.
+export const IDEM_AWAY_ONCE = process.env.SPILLWAY_IDEM_AWAY_ONCE ?? '';
 
 // OpenAI SDKs take the /v1 prefix in their base URL; Anthropic's add it.
 export const OPENAI_BASE = `${GATEWAY}/v1`;
@@ -90,4 +95,46 @@ export async function healthNote(deployment) {
   } catch {
     return '';
   }
+}
+
+// mockCalls returns how many requests the mock provider behind deployment has
+// served (its GET /_mock/stats).
+export async function mockCalls(deployment) {
+  const base = MOCKS[deployment];
+  assert.ok(base, `no mock URL for ${deployment} in SPILLWAY_MOCKS`);
+  const res = await fetch(`${base}/_mock/stats`);
+  assert.equal(res.status, 200, `GET ${base}/_mock/stats`);
+  return (await res.json()).requests;
+}
+
+// statusFetch wraps fetch and logs each answer's status, Retry-After,
+// X-Should-Retry, Idempotent-Replayed and error code, so a case can see what
+// the SDK got before it retried.
+export function statusFetch(log) {
+  return async (url, init) => {
+    const res = await fetch(url, init);
+    let code = null;
+    if (res.status >= 400) {
+      try {
+        const b = await res.clone().json();
+        code = b?.error?.code ?? b?.error?.type ?? null;
+      } catch {
+        code = null;
+      }
+    }
+    log.push({
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      shouldRetry: res.headers.get('x-should-retry'),
+      replayed: res.headers.get('idempotent-replayed'),
+      code,
+    });
+    return res;
+  };
+}
+
+// idemAwayOnceKey is a fresh Idempotency-Key whose first claim the gateway
+// cannot check (cases skip when SPILLWAY_IDEM_AWAY_ONCE is unset).
+export function idemAwayOnceKey(name) {
+  return `${IDEM_AWAY_ONCE}${name}-${process.pid}-${Date.now()}`;
 }

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import {
   ANTHROPIC_BASE, KEY, BROKE_KEY, M, TIMEOUT_MS, skip,
   assertMockText, oversizedPrompt, WEATHER_SCHEMA, weatherFor, healthNote,
+  DEPLOYMENT, IDEM_AWAY_ONCE, mockCalls, statusFetch, idemAwayOnceKey,
 } from '../lib/helpers.mjs';
 
 function client(opts = {}) {
@@ -380,5 +381,37 @@ describe('anthropic errors', { skip }, () => {
     const trail = response.headers.get('x-spillway-trail') ?? '';
     assert.ok(trail.includes('flaky=provider_unavailable'),
       `x-spillway-trail: ${JSON.stringify(trail)}${await healthNote('flaky')}`);
+  });
+});
+
+// A gateway of several replicas shares Idempotency-Keys through its shared
+// store. When that store cannot check a key, the gateway answers 503
+// idempotency_unavailable with Retry-After: 1 and runs nothing; the SDK
+// retries it on its own, and the caller gets one answer from one provider call.
+describe('anthropic idempotency', { skip: skip || (IDEM_AWAY_ONCE === '' && 'SPILLWAY_IDEM_AWAY_ONCE not set') }, () => {
+  it('messages.create with an Idempotency-Key retries idempotency_unavailable on its own', async () => {
+    const log = [];
+    // maxRetries left at the SDK's default, as users leave it.
+    const c = new Anthropic({ apiKey: KEY, baseURL: ANTHROPIC_BASE, timeout: TIMEOUT_MS, fetch: statusFetch(log) });
+    const headers = { 'Idempotency-Key': idemAwayOnceKey('anthropic-messages') };
+    const params = { model: M.anthropic, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello.' }] };
+    const deployment = DEPLOYMENT[M.anthropic];
+    const before = await mockCalls(deployment);
+
+    const first = await c.messages.create(params, { headers });
+    assert.equal(first.content[0].type, 'text');
+    assertMockText(first.content[0].text, M.anthropic);
+    assert.deepEqual(log.map((x) => x.status), [503, 200], `answers the SDK got: ${JSON.stringify(log)}`);
+    assert.equal(log[0].code, 'idempotency_unavailable');
+    assert.equal(log[0].retryAfter, '1');
+    assert.equal(log[0].shouldRetry, null, 'the refusal must leave X-Should-Retry unset');
+    assert.equal(await mockCalls(deployment) - before, 1, 'provider calls');
+
+    // The key was decided once: sending the request again replays that answer.
+    const { data: again, response } = await c.messages.create(params, { headers }).withResponse();
+    assert.equal(response.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.id, first.id);
+    assert.equal(again.content[0].text, first.content[0].text);
+    assert.equal(await mockCalls(deployment) - before, 1, 'provider calls after the replay');
   });
 });

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import {
   OPENAI_BASE, KEY, BROKE_KEY, M, TIMEOUT_MS, skip,
   assertMockText, oversizedPrompt, WEATHER_SCHEMA, weatherFor, drain, healthNote,
+  DEPLOYMENT, IDEM_AWAY_ONCE, mockCalls, statusFetch, idemAwayOnceKey,
 } from '../lib/helpers.mjs';
 
 function client(opts = {}) {
@@ -410,5 +411,36 @@ describe('openai errors', { skip }, () => {
     const err = await rejectsWith(() => stream.finalResponse(), OpenAI.APIError);
     assert.equal(err.code, 'stream_interrupted', `error: ${err.message}${await healthNote('broken')}`);
     assert.equal(completed, false);
+  });
+});
+
+// A gateway of several replicas shares Idempotency-Keys through its shared
+// store. When that store cannot check a key, the gateway answers 503
+// idempotency_unavailable with Retry-After: 1 and runs nothing; the SDK
+// retries it on its own, and the caller gets one answer from one provider call.
+describe('openai idempotency', { skip: skip || (IDEM_AWAY_ONCE === '' && 'SPILLWAY_IDEM_AWAY_ONCE not set') }, () => {
+  it('chat.completions.create with an Idempotency-Key retries idempotency_unavailable on its own', async () => {
+    const log = [];
+    // maxRetries left at the SDK's default, as users leave it.
+    const c = new OpenAI({ apiKey: KEY, baseURL: OPENAI_BASE, timeout: TIMEOUT_MS, fetch: statusFetch(log) });
+    const headers = { 'Idempotency-Key': idemAwayOnceKey('openai-chat') };
+    const params = { model: M.openai, messages: [{ role: 'user', content: 'Say hello.' }] };
+    const deployment = DEPLOYMENT[M.openai];
+    const before = await mockCalls(deployment);
+
+    const first = await c.chat.completions.create(params, { headers });
+    assertMockText(first.choices[0].message.content, M.openai);
+    assert.deepEqual(log.map((x) => x.status), [503, 200], `answers the SDK got: ${JSON.stringify(log)}`);
+    assert.equal(log[0].code, 'idempotency_unavailable');
+    assert.equal(log[0].retryAfter, '1');
+    assert.equal(log[0].shouldRetry, null, 'the refusal must leave X-Should-Retry unset');
+    assert.equal(await mockCalls(deployment) - before, 1, 'provider calls');
+
+    // The key was decided once: sending the request again replays that answer.
+    const { data: again, response } = await c.chat.completions.create(params, { headers }).withResponse();
+    assert.equal(response.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.id, first.id);
+    assert.equal(again.choices[0].message.content, first.choices[0].message.content);
+    assert.equal(await mockCalls(deployment) - before, 1, 'provider calls after the replay');
   });
 });
