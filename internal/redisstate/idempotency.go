@@ -2,6 +2,7 @@ package redisstate
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,8 +21,12 @@ import (
 // Idempotency layout, under the prefix:
 //
 //	idem:<sha256(tenant, key)>  hash: h (request hash), s (state), o (owner:
-//	                            the replica and its claim's number), r (the
+//	                            the claim's token: replica, process nonce,
+//	                            claim number), r (the
 //	                            recording, JSON)
+//	idem:<sha256(tenant, key)>:released:<token>
+//	                            string, for ReleasedTombstone: a claim
+//	                            released by its token before Redis ran it
 //	idem                        channel: the hashed name of a key decided
 //
 // An in-flight key expires after InFlightLease: a replica that died while
@@ -36,11 +41,26 @@ import (
 // InFlightLease bounds how long a key stays in flight across replicas.
 const InFlightLease = 15 * time.Minute
 
+// ReleasedTombstone is how long a release of a claim whose reply was lost
+// is remembered, by the claim's token, next to its key. The claim may
+// reach Redis after its release (sent on one connection and held there,
+// the release on another): for this long the late claim finds its token
+// released and claims nothing, where it would otherwise leave the key in
+// flight for every replica until InFlightLease with nobody to finish it.
+// A claim later still than this stands until InFlightLease, as before.
+// Such releases are rare (one per lost claim reply), and each tombstone is
+// a few bytes.
+const ReleasedTombstone = 5 * time.Minute
+
 // waitPoll bounds a waiter's sleep between looks, in case the message that
 // its key was decided was missed (a reconnect).
 const waitPoll = 250 * time.Millisecond
 
+// claimScript claims KEYS[1] for the request hash ARGV[1] with token
+// ARGV[2], in flight for ARGV[3] ms, unless that token was released
+// already (KEYS[2], its tombstone: the claim came late, its caller gone).
 var claimScript = redis.NewScript(`
+if redis.call("EXISTS", KEYS[2]) == 1 then return {"released"} end
 local v = redis.call("HMGET", KEYS[1], "h", "s")
 if not v[1] then
   redis.call("HSET", KEYS[1], "h", ARGV[1], "s", "inflight", "o", ARGV[2])
@@ -72,6 +92,19 @@ redis.call("PUBLISH", KEYS[2], KEYS[1])
 return 1
 `)
 
+// idemReleaseScript frees the claim of KEYS[1] made with token ARGV[1] (if it
+// stands; never a claim with another token) and leaves that token's
+// tombstone KEYS[3] for ARGV[2] ms, so the claim, should it reach Redis
+// only now, claims nothing. KEYS[2] is the channel a decided key is named on.
+var idemReleaseScript = redis.NewScript(`
+redis.call("SET", KEYS[3], "1", "PX", ARGV[2])
+local v = redis.call("HMGET", KEYS[1], "o", "s")
+if v[1] ~= ARGV[1] or v[2] ~= "inflight" then return 0 end
+redis.call("DEL", KEYS[1])
+redis.call("PUBLISH", KEYS[2], KEYS[1])
+return 1
+`)
+
 var stateNames = map[idempotency.SharedState]string{
 	idempotency.SharedCompleted: "completed", idempotency.SharedFailed: "failed",
 	idempotency.SharedAbandoned: "abandoned", idempotency.SharedNotKept: "not_kept",
@@ -96,8 +129,9 @@ type wireRec struct {
 
 // idemShared implements idempotency.Shared.
 type idemShared struct {
-	c   *Client
-	seq atomic.Uint64 // numbers this replica's claims
+	c     *Client
+	nonce string        // this process's, in every token: a replica name may be reused after a restart
+	seq   atomic.Uint64 // numbers this replica's claims
 
 	mu      sync.Mutex
 	waiters map[string][]chan struct{} // by Redis key
@@ -112,7 +146,9 @@ var _ idempotency.Shared = (*idemShared)(nil)
 
 // ShareIdempotency extends st across every replica on this Redis.
 func (c *Client) ShareIdempotency(st *idempotency.Store) {
-	sh := &idemShared{c: c, waiters: map[string][]chan struct{}{}, owners: map[string]string{}}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	sh := &idemShared{c: c, nonce: hex.EncodeToString(b[:]), waiters: map[string][]chan struct{}{}, owners: map[string]string{}}
 	c.idem.Store(sh)
 	c.handle("idem", sh.decided)
 	st.SetShared(sh)
@@ -134,11 +170,11 @@ func (s *idemShared) key(tenant, key string) string {
 func (s *idemShared) Claim(ctx context.Context, tenant, key string, hash [32]byte) (idempotency.SharedClaim, error) {
 	c := s.c
 	k := s.key(tenant, key)
-	tok := c.o.Replica + "." + strconv.FormatUint(s.seq.Add(1), 36)
+	tok := c.o.Replica + "." + s.nonce + "." + strconv.FormatUint(s.seq.Add(1), 36)
 	var res []any
 	err := c.call(ctx, "idempotency.claim", func(ctx context.Context) error {
 		var err error
-		res, err = claimScript.Run(ctx, c.rdb, []string{k}, hex.EncodeToString(hash[:]), tok, InFlightLease.Milliseconds()).Slice()
+		res, err = s.runClaim(ctx, c.rdb, k, hash, tok)
 		return err
 	})
 	switch {
@@ -154,6 +190,11 @@ func (s *idemShared) Claim(ctx context.Context, tenant, key string, hash [32]byt
 		return idempotency.SharedClaim{}, errors.New("redisstate: empty claim reply")
 	}
 	name, _ := res[0].(string)
+	if name == "released" {
+		// Only a claim whose reply was lost is released, so no caller
+		// should read this; never take it for a key owned.
+		return idempotency.SharedClaim{}, errors.New("redisstate: claim token already released")
+	}
 	st, ok := namedStates[name]
 	if !ok {
 		return idempotency.SharedClaim{}, errors.New("redisstate: unknown key state " + name)
@@ -268,13 +309,27 @@ func (s *idemShared) takeOwner(k string) string {
 	return tok
 }
 
-// release frees the claim tok of k, if it was made, once Redis answers.
+// release frees the claim tok of k, if it was made, once Redis answers;
+// if the claim reaches Redis only after that, it claims nothing.
 func (s *idemShared) release(k, tok string) {
 	c := s.c
 	c.durable("idempotency.release", max(time.Second, 20*c.o.Timeout), func(ctx context.Context, r redis.Cmdable) error {
-		return finishScript.Run(ctx, r, []string{k, c.key("idem")}, tok, "released", "", 1, "").Err()
+		return s.runRelease(ctx, r, k, tok)
 	})
 }
+
+// runClaim runs claimScript for the claim tok of k.
+func (s *idemShared) runClaim(ctx context.Context, r redis.Scripter, k string, hash [32]byte, tok string) ([]any, error) {
+	return claimScript.Run(ctx, r, []string{k, tombstone(k, tok)}, hex.EncodeToString(hash[:]), tok, InFlightLease.Milliseconds()).Slice()
+}
+
+// runRelease runs idemReleaseScript for the claim tok of k.
+func (s *idemShared) runRelease(ctx context.Context, r redis.Scripter, k, tok string) error {
+	return idemReleaseScript.Run(ctx, r, []string{k, s.c.key("idem"), tombstone(k, tok)}, tok, ReleasedTombstone.Milliseconds()).Err()
+}
+
+// tombstone is the key that says the claim tok of k was released.
+func tombstone(k, tok string) string { return k + ":released:" + tok }
 
 // Finish implements idempotency.Shared through the durable queue: sent in
 // the background, bounded by twenty call timeouts (at least a second: a

@@ -127,13 +127,18 @@ func TestIdempotencyLateClaimReleased(t *testing.T) {
 	waitSubscribed(t, a, b)
 	ctx := context.Background()
 	h := [32]byte{6}
+	o, _ := redis.ParseURL(url)
+	raw := redis.NewClient(o)
+	defer raw.Close()
+	// Loaded first: otherwise EVALSHA's NOSCRIPT reply comes late too,
+	// and the claim never runs (this test alone on a fresh Redis).
+	if err := claimScript.Load(ctx, raw).Err(); err != nil {
+		t.Fatal(err)
+	}
 	p.Delay(300*time.Millisecond, 1)
 	if c, err := st[0].Begin(ctx, "tenant", "late", h); err != nil || c.Refused != idempotency.RefusedUnavailable {
 		t.Fatalf("A with replies later than its timeout: %+v %v, want refused", c, err)
 	}
-	o, _ := redis.ParseURL(url)
-	raw := redis.NewClient(o)
-	defer raw.Close()
 	k := a.idem.Load().key("tenant", "late")
 	waitFor(t, 5*time.Second, "A's late claim landed", func() bool { return raw.HGet(ctx, k, "s").Val() == "inflight" })
 	p.Delay(0, 1)
@@ -199,6 +204,83 @@ func TestIdempotencyDecisionKeptWhileUp(t *testing.T) {
 			if !a.Up() {
 				t.Error("Redis was marked down: this test is about a Redis that stays up")
 			}
+		})
+	}
+}
+
+// A claim whose reply was lost is released by its token, once Redis
+// answers, on another connection than the claim's: the claim may reach
+// Redis only after its release. Run through the claim and release scripts
+// in each order, the late claim must leave the key free (another replica
+// owns it at once, not after InFlightLease), and a release must never free
+// a claim made with another token.
+func TestIdempotencyReleaseBeforeLateClaim(t *testing.T) {
+	type op struct {
+		do   string // "claim" or "release"
+		tok  string
+		want string // claim's reply ("owned", "released", "inflight"); release: "" (only ran)
+	}
+	tests := []struct {
+		name  string
+		ops   []op
+		owner string // the claim's token left in flight; "": the key is free
+	}{
+		{"release, then the late claim", []op{{"release", "a.1", ""}, {"claim", "a.1", "released"}}, ""},
+		{"late claim, then its release", []op{{"claim", "a.1", "owned"}, {"release", "a.1", ""}}, ""},
+		{"release, twice, then the late claim", []op{{"release", "a.1", ""}, {"release", "a.1", ""}, {"claim", "a.1", "released"}}, ""},
+		{"a release never frees another token's claim", []op{{"claim", "b.1", "owned"}, {"release", "a.1", ""}}, "b.1"},
+		{"release, a newer claim, then the late claim", []op{{"release", "a.1", ""}, {"claim", "b.1", "owned"}, {"claim", "a.1", "released"}}, "b.1"},
+	}
+	url := redisURL(t)
+	prefix := testPrefix()
+	a, b := open(t, url, prefix, nil), open(t, url, prefix, nil)
+	st := sharedStores(t, a, b)
+	o, _ := redis.ParseURL(url)
+	raw := redis.NewClient(o)
+	defer raw.Close()
+	ctx := context.Background()
+	h := [32]byte{5}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "reorder" + string(rune('a'+i))
+			sh := a.idem.Load()
+			k := sh.key("tenant", key)
+			t.Cleanup(func() { raw.Del(ctx, k) })
+			for _, o := range tc.ops {
+				switch o.do {
+				case "release":
+					if err := sh.runRelease(ctx, raw, k, o.tok); err != nil {
+						t.Fatalf("release %s: %v", o.tok, err)
+					}
+				case "claim":
+					res, err := sh.runClaim(ctx, raw, k, h, o.tok)
+					if err != nil {
+						t.Fatalf("claim %s: %v", o.tok, err)
+					}
+					if len(res) == 0 || res[0] != o.want {
+						t.Errorf("claim %s: %v, want %s", o.tok, res, o.want)
+					}
+				}
+			}
+			if tc.owner != "" {
+				if got := raw.HGet(ctx, k, "o").Val(); got != tc.owner || raw.HGet(ctx, k, "s").Val() != "inflight" {
+					t.Fatalf("key held by %q, want %s's claim in flight", got, tc.owner)
+				}
+				return
+			}
+			if n := raw.Exists(ctx, k).Val(); n != 0 {
+				t.Fatalf("key left claimed: %v", raw.HGetAll(ctx, k).Val())
+			}
+			if ttl := raw.PTTL(ctx, tombstone(k, "a.1")).Val(); ttl <= 0 || ttl > ReleasedTombstone {
+				t.Errorf("tombstone TTL %s, want within (0, %s]", ttl, ReleasedTombstone)
+			}
+			bctx, cancel := context.WithTimeout(ctx, waitPoll/2) // owned at once, without one wait
+			defer cancel()
+			c, err := st[1].Begin(bctx, "tenant", key, h)
+			if err != nil || c.Owner == nil {
+				t.Fatalf("a retry on B: %+v %v, want the key at once", c, err)
+			}
+			c.Owner.Release()
 		})
 	}
 }
