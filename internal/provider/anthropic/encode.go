@@ -136,60 +136,18 @@ func encodeBody(req *canonical.Request, t *provider.Target, count bool) ([]byte,
 // adjacent turns of one role merge into one (consecutive tool results
 // become one user turn, as the API requires).
 func appendMessages(b []byte, msgs []canonical.Message) ([]byte, error) {
-	b = append(b, '[')
-	open := "" // role of the turn being written
-	for i := range msgs {
-		m := &msgs[i]
-		role := "user"
-		if m.Role == canonical.RoleAssistant {
-			role = "assistant"
-		}
-		if role != open {
-			if open != "" {
-				b = append(b, "]}"...)
-			}
-			b = jsonwrite.Sep(b)
-			b = append(b, `{"role":"`...)
-			b = append(b, role...)
-			b = append(b, `","content":[`...)
-			open = role
-		}
-		var err error
-		switch m.Role {
-		case canonical.RoleTool:
-			b = appendToolResult(b, m)
-		case canonical.RoleAssistant:
-			b = appendParts(b, m.Content)
-			for _, tc := range m.ToolCalls {
-				b = jsonwrite.Sep(b)
-				b = append(b, `{"type":"tool_use","id":`...)
-				b = jsonwrite.AppendString(b, tc.ID)
-				b = append(b, `,"name":`...)
-				b = jsonwrite.AppendString(b, tc.Name)
-				b = append(b, `,"input":`...)
-				if strings.TrimSpace(tc.Arguments) == "" {
-					b = append(b, "{}"...)
-				} else if b, err = appendCompact(b, tc.Arguments); err != nil {
-					return nil, err
-				}
-				b = append(b, '}')
-			}
-		default:
-			b = appendParts(b, m.Content)
-		}
-	}
-	if open != "" {
-		b = append(b, "]}"...)
-	}
-	return append(b, ']'), nil
+	turns := provider.Turns{User: "user", Assistant: "assistant", Blocks: "content",
+		Result: appendToolResult, Parts: appendParts, Call: appendToolUse}
+	return turns.Append(b, msgs)
 }
 
-func appendCompact(b []byte, raw string) ([]byte, error) {
-	b, ok := jsonwrite.AppendCompact(b, []byte(raw))
-	if !ok {
-		return nil, errors.New("tool call arguments are not valid JSON")
+// appendToolUse writes one tool_use block.
+func appendToolUse(b []byte, tc *canonical.ToolCall) ([]byte, error) {
+	b, err := provider.AppendToolUse(jsonwrite.Sep(b), `{"type":"tool_use","id":`, tc)
+	if err != nil {
+		return nil, err
 	}
-	return b, nil
+	return append(b, '}'), nil
 }
 
 // appendParts writes text and image blocks. Empty text blocks are left
@@ -326,7 +284,8 @@ func parseDataURL(u string) (media, data string, ok bool) {
 	return media, data, found
 }
 
-func appendToolResult(b []byte, m *canonical.Message) []byte {
+func appendToolResult(b []byte, msgs []canonical.Message, i int) []byte {
+	m := &msgs[i]
 	b = jsonwrite.Sep(b)
 	b = append(b, `{"type":"tool_result","tool_use_id":`...)
 	b = jsonwrite.AppendString(b, m.ToolCallID)

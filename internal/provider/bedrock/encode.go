@@ -214,54 +214,18 @@ func appendAdditionalFields(b []byte, req *canonical.Request) []byte {
 // adjacent turns of one role merge into one (consecutive tool results
 // become one user turn, as the API requires alternating roles).
 func appendMessages(b []byte, msgs []canonical.Message) ([]byte, error) {
-	b = append(b, '[')
-	open := "" // role of the turn being written
-	for i := range msgs {
-		m := &msgs[i]
-		role := "user"
-		if m.Role == canonical.RoleAssistant {
-			role = "assistant"
-		}
-		if role != open {
-			if open != "" {
-				b = append(b, "]}"...)
-			}
-			b = jsonwrite.Sep(b)
-			b = append(b, `{"role":"`...)
-			b = append(b, role...)
-			b = append(b, `","content":[`...)
-			open = role
-		}
-		switch m.Role {
-		case canonical.RoleTool:
-			b = appendToolResult(b, m)
-		case canonical.RoleAssistant:
-			b = appendParts(b, m.Content)
-			for _, tc := range m.ToolCalls {
-				b = jsonwrite.Sep(b)
-				b = append(b, `{"toolUse":{"toolUseId":`...)
-				b = jsonwrite.AppendString(b, tc.ID)
-				b = append(b, `,"name":`...)
-				b = jsonwrite.AppendString(b, tc.Name)
-				b = append(b, `,"input":`...)
-				if strings.TrimSpace(tc.Arguments) == "" {
-					b = append(b, "{}"...)
-				} else {
-					var ok bool
-					if b, ok = jsonwrite.AppendCompact(b, []byte(tc.Arguments)); !ok {
-						return nil, errors.New("tool call arguments are not valid JSON")
-					}
-				}
-				b = append(b, "}}"...)
-			}
-		default:
-			b = appendParts(b, m.Content)
-		}
+	turns := provider.Turns{User: "user", Assistant: "assistant", Blocks: "content",
+		Result: appendToolResult, Parts: appendParts, Call: appendToolUse}
+	return turns.Append(b, msgs)
+}
+
+// appendToolUse writes one toolUse block.
+func appendToolUse(b []byte, tc *canonical.ToolCall) ([]byte, error) {
+	b, err := provider.AppendToolUse(jsonwrite.Sep(b), `{"toolUse":{"toolUseId":`, tc)
+	if err != nil {
+		return nil, err
 	}
-	if open != "" {
-		b = append(b, "]}"...)
-	}
-	return append(b, ']'), nil
+	return append(b, "}}"...), nil
 }
 
 // appendParts writes text and image blocks. Empty text blocks are left
@@ -314,7 +278,8 @@ func appendImage(b []byte, p canonical.Part) []byte {
 // an empty result is sent as an empty list rather than a blank text block,
 // which Converse rejects. status is sent only for errors: it is optional, and
 // only some models accept it.
-func appendToolResult(b []byte, m *canonical.Message) []byte {
+func appendToolResult(b []byte, msgs []canonical.Message, i int) []byte {
+	m := &msgs[i]
 	b = jsonwrite.Sep(b)
 	b = append(b, `{"toolResult":{"toolUseId":`...)
 	b = jsonwrite.AppendString(b, m.ToolCallID)

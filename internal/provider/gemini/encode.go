@@ -150,72 +150,44 @@ func encode(req *canonical.Request, t *provider.Target) ([]byte, error) {
 // responses as calls). Messages with nothing to send are left out, since
 // Gemini rejects empty parts and empty turns.
 func appendContents(b []byte, msgs []canonical.Message, signCalls bool) ([]byte, error) {
-	b = append(b, '[')
-	open := "" // role of the turn being written
-	for i := range msgs {
-		m := &msgs[i]
-		if !hasParts(m) {
-			continue
-		}
-		role := "user"
-		if m.Role == canonical.RoleAssistant {
-			role = "model"
-		}
-		if role != open {
-			if open != "" {
-				b = append(b, "]}"...)
-			}
-			b = jsonwrite.Sep(b)
-			b = append(b, `{"role":"`...)
-			b = append(b, role...)
-			b = append(b, `","parts":[`...)
-			open = role
-		}
-		switch m.Role {
-		case canonical.RoleTool:
-			b = appendFunctionResponse(b, m, toolName(msgs, i))
-		case canonical.RoleAssistant:
-			b = appendParts(b, m.Content)
-			for _, tc := range m.ToolCalls {
-				b = jsonwrite.Sep(b)
-				b = append(b, `{"functionCall":{"name":`...)
-				b = jsonwrite.AppendString(b, tc.Name)
-				b = append(b, `,"args":`...)
-				if strings.TrimSpace(tc.Arguments) == "" {
-					b = append(b, "{}"...)
-				} else {
-					var ok bool
-					if b, ok = jsonwrite.AppendCompact(b, []byte(tc.Arguments)); !ok {
-						return nil, errors.New("tool call arguments are not valid JSON")
-					}
-				}
-				b = append(b, '}')
-				if signCalls {
-					b = append(b, `,"thoughtSignature":"`+skipSignature+`"`...)
-				}
-				b = append(b, '}')
-			}
-		default:
-			b = appendParts(b, m.Content)
-		}
-	}
-	if open != "" {
-		b = append(b, "]}"...)
-	}
-	return append(b, ']'), nil
+	turns := provider.Turns{User: "user", Assistant: "model", Blocks: "parts", Skip: noParts,
+		Result: appendFunctionResponse, Parts: appendParts,
+		Call: func(b []byte, tc *canonical.ToolCall) ([]byte, error) {
+			return appendFunctionCall(b, tc, signCalls)
+		}}
+	return turns.Append(b, msgs)
 }
 
-// hasParts reports whether m becomes at least one part.
-func hasParts(m *canonical.Message) bool {
+// appendFunctionCall writes one functionCall part; signCalls adds the
+// placeholder thought signature.
+func appendFunctionCall(b []byte, tc *canonical.ToolCall, signCalls bool) ([]byte, error) {
+	b = jsonwrite.Sep(b)
+	b = append(b, `{"functionCall":{"name":`...)
+	b = jsonwrite.AppendString(b, tc.Name)
+	b = append(b, `,"args":`...)
+	b, err := provider.AppendArguments(b, tc.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '}')
+	if signCalls {
+		b = append(b, `,"thoughtSignature":"`+skipSignature+`"`...)
+	}
+	return append(b, '}'), nil
+}
+
+// noParts reports whether m becomes no part at all (it has only empty
+// text, or nothing), so that Turns leaves it out.
+func noParts(m *canonical.Message) bool {
 	if m.Role == canonical.RoleTool || len(m.ToolCalls) > 0 {
-		return true
+		return false
 	}
 	for _, p := range m.Content {
 		if p.Type != canonical.PartText || p.Text != "" {
-			return true
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // appendParts writes text and inline image parts; empty text is left out.
@@ -271,11 +243,12 @@ func parseDataURL(u string) (media, data string, ok bool) {
 // appendFunctionResponse writes a tool result. Gemini's response must be
 // an object; the text result goes under "output", or under "error" when it
 // reports a failure: the two keys go-genai documents for
-// FunctionResponse.response.
-func appendFunctionResponse(b []byte, m *canonical.Message, name string) []byte {
+// FunctionResponse.response. Its name is toolName's, hence msgs and i.
+func appendFunctionResponse(b []byte, msgs []canonical.Message, i int) []byte {
+	m := &msgs[i]
 	b = jsonwrite.Sep(b)
 	b = append(b, `{"functionResponse":{"name":`...)
-	b = jsonwrite.AppendString(b, name)
+	b = jsonwrite.AppendString(b, toolName(msgs, i))
 	if m.IsError {
 		b = append(b, `,"response":{"error":`...)
 	} else {
