@@ -121,12 +121,20 @@ func (c *Config) LedgerDSN(file string, lookupEnv func(string) (string, bool)) (
 	if l.Driver != LedgerPostgres {
 		return "", nil
 	}
+	return c.fromEnv(file, "ledger.dsn_env", l.DSNEnv, "the PostgreSQL ledger's DSN", lookupEnv)
+}
+
+// fromEnv is the value of the variable name, which the setting field
+// names, or the problem on field's line when it is unset or empty. The
+// value (a secret: a DSN, a URL with a password) is never put in a
+// Problem; what says what the variable holds.
+func (c *Config) fromEnv(file, field, name, what string, lookupEnv func(string) (string, bool)) (string, Problems) {
 	p := &problems{file: file, lines: c.lines}
-	switch v, ok := lookupEnv(l.DSNEnv); {
+	switch v, ok := lookupEnv(name); {
 	case !ok:
-		p.add("ledger.dsn_env", 0, "environment variable %s (the PostgreSQL ledger's DSN) is not set", l.DSNEnv)
+		p.add(field, 0, "environment variable %s (%s) is not set", name, what)
 	case v == "":
-		p.add("ledger.dsn_env", 0, "environment variable %s (the PostgreSQL ledger's DSN) is empty", l.DSNEnv)
+		p.add(field, 0, "environment variable %s (%s) is empty", name, what)
 	default:
 		return v, nil
 	}

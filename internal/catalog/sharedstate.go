@@ -153,14 +153,5 @@ func (c *Config) SharedStateURL(file string, lookupEnv func(string) (string, boo
 	if !s.On() {
 		return "", nil
 	}
-	p := &problems{file: file, lines: c.lines}
-	switch v, ok := lookupEnv(s.URLEnv); {
-	case !ok:
-		p.add("shared_state.url_env", 0, "environment variable %s (the shared state's Redis URL) is not set", s.URLEnv)
-	case v == "":
-		p.add("shared_state.url_env", 0, "environment variable %s (the shared state's Redis URL) is empty", s.URLEnv)
-	default:
-		return v, nil
-	}
-	return "", p.ps
+	return c.fromEnv(file, "shared_state.url_env", s.URLEnv, "the shared state's Redis URL", lookupEnv)
 }
