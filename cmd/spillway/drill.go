@@ -240,6 +240,12 @@ func drillOnce(ctx context.Context, cfg drill.Config, log *slog.Logger) (*drill.
 			return gw.close(ctx)
 		},
 	}
+	return runOnRungs(ctx, t, cfg, snap, rs, mocks)
+}
+
+// runOnRungs gives t the drill's rungs, each deployment as the config
+// loaded it with its mock, and runs the drill.
+func runOnRungs(ctx context.Context, t drill.Target, cfg drill.Config, snap *catalog.Snapshot, rs []drillRung, mocks []*mock.Mock) (*drill.Report, error) {
 	for i, r := range rs {
 		d, ok := snap.Deployment(r.id)
 		if !ok {

@@ -146,14 +146,7 @@ func drillReplicas(ctx context.Context, cfg drill.Config, rf replicaFlags, logPa
 			fmt.Fprintf(stdout, "shared state (Redis) per replica: %s\n", sharedStateCounts(ctx, ps))
 			return replica.StopAll(ps, replicaStopGrace)
 		}}
-	for i, r := range rs {
-		d, ok := snap.Deployment(r.id)
-		if !ok {
-			return nil, fmt.Errorf("the drill's config lost deployment %s", r.id)
-		}
-		t.Rungs = append(t.Rungs, drill.Rung{Deployment: d, Mock: mocks[i]})
-	}
-	return drill.Run(ctx, t, cfg)
+	return runOnRungs(ctx, t, cfg, snap, rs, mocks)
 }
 
 // startReplicas starts n replicas, each with its own data directory under
